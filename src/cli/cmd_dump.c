@@ -1,0 +1,316 @@
+/* heapslope dump: every record as one line, or the trace's counts. */
+#include <argp.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "commands.h"
+#include "format/error.h"
+#include "format/reader.h"
+
+struct dump_opts {
+	int stats;
+	const char *path;
+};
+
+static const struct argp_option options[] = {
+	{ "stats", 's', NULL, 0,
+	  "Print counts as 'key: value' lines instead of the records", 0 },
+	{ 0 }
+};
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct dump_opts *o = state->input;
+	switch (key) {
+	case 's':
+		o->stats = 1;
+		break;
+	case ARGP_KEY_ARG:
+		if (o->path)
+			argp_error(state, "one trace at a time");
+		o->path = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o->path)
+			argp_error(state, "no trace given");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	options, parse, "TRACE",
+	"Print every record of TRACE as one line (time in seconds, thread, "
+	"record, fields), or with --stats the trace's counts.",
+	NULL, NULL, NULL
+};
+
+/* Counts by the rules of the JSON report (see heapslope-trace(5)). */
+struct stats {
+	uint64_t allocations, frees, reallocs, failed, marks, samples, stacks,
+		threads, events, modules, mmaps, munmaps, allocated_bytes;
+	int complete, has_end, has_exit;
+	unsigned end_reason;
+	uint64_t end_counts[HS_COUNT_MAX];
+	uint64_t wait_status, last_time;
+};
+
+static void count(struct stats *s, const struct hs_record *r)
+{
+	if (r->kind >= HS_REC_ALLOC) {
+		s->events++;
+		s->complete = 0;
+	}
+	switch (r->kind) {
+	case HS_REC_ALLOC:
+		if (r->fn == HS_FN_MMAP) {
+			s->mmaps++;
+		} else {
+			s->allocations++;
+			s->allocated_bytes += r->size;
+		}
+		break;
+	case HS_REC_FREE: s->frees++; break;
+	case HS_REC_REALLOC:
+		if (r->fn == HS_FN_MREMAP) {
+			s->mmaps++;
+		} else {
+			s->reallocs++;
+			s->allocated_bytes += r->size;
+		}
+		break;
+	case HS_REC_FAIL: s->failed++; break;
+	case HS_REC_MUNMAP: s->munmaps++; break;
+	case HS_REC_MARK: s->marks++; break;
+	case HS_REC_SAMPLE: s->samples++; break;
+	case HS_REC_STACK: s->stacks++; break;
+	case HS_REC_THREAD: s->threads++; break;
+	case HS_REC_MODULE: s->modules++; break;
+	case HS_REC_END:
+		s->has_end = 1;
+		s->complete = 1;
+		s->end_reason = r->end_reason;
+		memcpy(s->end_counts, r->counts, sizeof(s->end_counts));
+		break;
+	case HS_REC_EXIT:
+		s->has_exit = 1;
+		s->wait_status = r->wait_status;
+		break;
+	default:
+		break;
+	}
+	s->last_time = r->time_ns;
+}
+
+static const char *end_reasons[] = { "exit", "exec", "_exit", "error" };
+
+static void print_str(const char *s, size_t n)
+{
+	putchar('"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_header(const struct hs_header *h)
+{
+	printf("# heapslope trace, format version %u, recorder %s\n",
+	       h->version, h->recorder_version ? h->recorder_version : "?");
+	printf("# pid %" PRIu64 " ppid %" PRIu64 " page_size %" PRIu64
+	       " depth %" PRIu64 " interval_ms %" PRIu64 " options 0x%" PRIx64
+	       "\n", h->pid, h->ppid, h->page_size, h->depth, h->interval_ms,
+	       h->options);
+	printf("# exe %s\n# unwind %s allocator %s\n# argv",
+	       h->exe ? h->exe : "?", h->unwind ? h->unwind : "?",
+	       h->allocator ? h->allocator : "?");
+	for (int i = 0; i < h->argc; i++) {
+		putchar(' ');
+		print_str(h->argv[i], strlen(h->argv[i]));
+	}
+	putchar('\n');
+}
+
+static void print_record(const struct hs_record *r)
+{
+	printf("%.6f %" PRIu64 " ", r->time_ns / 1e9, r->tid);
+	switch (r->kind) {
+	case HS_REC_ALLOC:
+		printf("%s ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%" PRIu64,
+		       hs_fn_name(r->fn), r->ptr, r->size, r->stack);
+		break;
+	case HS_REC_FREE:
+		printf("%s ptr=0x%" PRIx64,
+		       r->fn == HS_FN_REALLOC || r->fn == HS_FN_REALLOCARRAY
+			       ? "realloc-free" : hs_fn_name(r->fn),
+		       r->ptr);
+		break;
+	case HS_REC_REALLOC:
+		printf("%s old=0x%" PRIx64 " ptr=0x%" PRIx64 " size=%" PRIu64
+		       " stack=%" PRIu64, hs_fn_name(r->fn), r->old_ptr,
+		       r->ptr, r->size, r->stack);
+		break;
+	case HS_REC_FAIL:
+		printf("failed %s size=%" PRIu64 " stack=%" PRIu64,
+		       hs_fn_name(r->fn), r->size, r->stack);
+		break;
+	case HS_REC_MUNMAP:
+		printf("munmap ptr=0x%" PRIx64 " size=%" PRIu64, r->ptr,
+		       r->size);
+		break;
+	case HS_REC_STACK:
+		printf("stack id=%" PRIu64 " parent=%" PRIu64 " ip=0x%" PRIx64,
+		       r->id, r->parent, r->ip);
+		break;
+	case HS_REC_MODULE:
+		printf("module base=0x%" PRIx64 " path=", r->base);
+		print_str(r->str, r->str_len);
+		printf(" build_id=");
+		for (size_t i = 0; i < r->build_id_len; i++)
+			printf("%02x", r->build_id[i]);
+		for (unsigned i = 0; i < r->nseg; i++)
+			printf(" seg=0x%" PRIx64 "+0x%" PRIx64 ":%c%c%c",
+			       r->segs[i].vaddr, r->segs[i].memsz,
+			       r->segs[i].flags & 4 ? 'r' : '-',
+			       r->segs[i].flags & 2 ? 'w' : '-',
+			       r->segs[i].flags & 1 ? 'x' : '-');
+		break;
+	case HS_REC_MODULE_GONE:
+		printf("module-gone base=0x%" PRIx64, r->base);
+		break;
+	case HS_REC_THREAD:
+		printf("thread tid=%" PRIu64, r->tid);
+		break;
+	case HS_REC_THREAD_NAME:
+		printf("thread-name tid=%" PRIu64 " name=", r->tid);
+		print_str(r->str, r->str_len);
+		break;
+	case HS_REC_SWITCH:
+		printf("switch tid=%" PRIu64, r->tid);
+		break;
+	case HS_REC_MARK:
+		printf("mark %s", r->mark_kind == HS_MARK_BATCH ? "batch"
+								 : "label=");
+		if (r->mark_kind != HS_MARK_BATCH)
+			print_str(r->str, r->str_len);
+		break;
+	case HS_REC_SAMPLE:
+		printf("sample rss=%" PRIu64, r->rss);
+		if (r->has_mallinfo)
+			printf(" arena=%" PRIu64 " ordblks=%" PRIu64
+			       " hblks=%" PRIu64 " hblkhd=%" PRIu64
+			       " uordblks=%" PRIu64 " fordblks=%" PRIu64
+			       " keepcost=%" PRIu64, r->mi_arena, r->mi_ordblks,
+			       r->mi_hblks, r->mi_hblkhd, r->mi_uordblks,
+			       r->mi_fordblks, r->mi_keepcost);
+		break;
+	case HS_REC_TIME:
+		printf("time");
+		break;
+	case HS_REC_END:
+		printf("end reason=%s",
+		       r->end_reason < 4 ? end_reasons[r->end_reason] : "?");
+		for (int i = 0; i < HS_COUNT_MAX; i++)
+			printf(" %" PRIu64, r->counts[i]);
+		break;
+	case HS_REC_EXIT:
+		printf("exit status=0x%" PRIx64, r->wait_status);
+		break;
+	case HS_REC_EXEC:
+		printf("exec path=");
+		print_str(r->str, r->str_len);
+		break;
+	default:
+		printf("record 0x%02x", r->tag);
+	}
+	putchar('\n');
+}
+
+static void print_stats(const struct stats *s, const struct hs_header *h,
+			const struct hs_reader *rd)
+{
+	printf("pid: %" PRIu64 "\n", h->pid);
+	printf("program: %s\n", h->argc ? h->argv[0] : h->exe ? h->exe : "?");
+	printf("allocations: %" PRIu64 "\n", s->allocations);
+	printf("frees: %" PRIu64 "\n", s->frees);
+	printf("reallocs: %" PRIu64 "\n", s->reallocs);
+	printf("failed_allocations: %" PRIu64 "\n", s->failed);
+	printf("allocated_bytes: %" PRIu64 "\n", s->allocated_bytes);
+	printf("mmaps: %" PRIu64 "\n", s->mmaps);
+	printf("munmaps: %" PRIu64 "\n", s->munmaps);
+	printf("marks: %" PRIu64 "\n", s->marks);
+	printf("samples: %" PRIu64 "\n", s->samples);
+	printf("stacks: %" PRIu64 "\n", s->stacks);
+	printf("threads: %" PRIu64 "\n", s->threads);
+	printf("modules: %" PRIu64 "\n", s->modules);
+	printf("events: %" PRIu64 "\n", s->events);
+	printf("duration_s: %.3f\n", s->last_time / 1e9);
+	printf("frames: %" PRIu64 "\n", reader_chunks(rd));
+	printf("bytes: %" PRIu64 "\n", reader_offset(rd));
+	printf("complete: %s\n", s->complete ? "yes" : "no");
+	if (s->has_end) {
+		printf("end_reason: %s\n", s->end_reason < 4
+						   ? end_reasons[s->end_reason]
+						   : "?");
+		/* the recorder's own counts must agree with what we read */
+		int agree = s->end_counts[HS_COUNT_EVENTS] == s->events &&
+			    s->end_counts[HS_COUNT_ALLOCATIONS] ==
+				    s->allocations &&
+			    s->end_counts[HS_COUNT_FREES] == s->frees &&
+			    s->end_counts[HS_COUNT_REALLOCS] == s->reallocs &&
+			    s->end_counts[HS_COUNT_FAILED] == s->failed &&
+			    s->end_counts[HS_COUNT_STACKS] == s->stacks;
+		printf("counts_verified: %s\n", agree ? "yes" : "no");
+	}
+	if (s->has_exit) {
+		int st = (int)s->wait_status;
+		if (WIFEXITED(st))
+			printf("exit_status: %d\n", WEXITSTATUS(st));
+		else if (WIFSIGNALED(st))
+			printf("exit_signal: %d\n", WTERMSIG(st));
+	}
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct dump_opts o = { 0 };
+	struct stats s = { 0 };
+	struct hs_record rec;
+	int rc;
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return 2;
+	struct hs_reader *r = reader_open(o.path);
+	if (!r) {
+		fprintf(stderr, "heapslope dump: %s\n", hs_last_error());
+		return 1;
+	}
+	if (!o.stats)
+		print_header(reader_header(r));
+	while ((rc = reader_next(r, &rec)) > 0) {
+		count(&s, &rec);
+		if (!o.stats)
+			print_record(&rec);
+	}
+	if (o.stats)
+		print_stats(&s, reader_header(r), r);
+	fflush(stdout);
+	if (rc < 0) {
+		fprintf(stderr, "heapslope dump: %s\n", hs_last_error());
+	} else if (!s.complete) {
+		fprintf(stderr, "heapslope dump: %s is incomplete: the process "
+				"ended without closing it (killed?); read up to "
+				"its last flush\n", o.path);
+	}
+	reader_destroy(r);
+	return rc < 0 ? 1 : 0;
+}

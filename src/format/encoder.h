@@ -1,0 +1,134 @@
+/* Record and header encoders: the writing half of trace_format.h.  They
+ * never allocate, so the recorder can call them from inside malloc. */
+#ifndef HS_ENCODER_H
+#define HS_ENCODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "trace_format.h"
+#include "varint.h"
+
+/* Upper bound of one event record's encoded size. */
+#define HS_EVENT_MAX (1 + 4 * HS_VARINT_MAX)
+
+/* Delta state of the chunk being filled; reset for every chunk. */
+struct hs_enc {
+	uint64_t prev_ptr;
+	uint64_t prev_time;
+	uint64_t tid;
+};
+
+static inline void enc_reset(struct hs_enc *e)
+{
+	e->prev_ptr = 0;
+	e->prev_time = 0;
+	e->tid = 0;
+}
+
+static inline uint8_t *enc_ptr(struct hs_enc *e, uint8_t *p, uint64_t ptr)
+{
+	p = svarint_put(p, (int64_t)(ptr - e->prev_ptr));
+	e->prev_ptr = ptr;
+	return p;
+}
+
+static inline uint8_t *enc_time(struct hs_enc *e, uint8_t *p, uint64_t t)
+{
+	p = svarint_put(p, (int64_t)(t - e->prev_time));
+	e->prev_time = t;
+	return p;
+}
+
+static inline uint8_t *enc_str(uint8_t *p, const void *s, size_t n)
+{
+	p = varint_put(p, n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static inline uint8_t *enc_alloc(struct hs_enc *e, uint8_t *p, unsigned fn,
+				 uint64_t ptr, uint64_t size, uint64_t stack)
+{
+	*p++ = (uint8_t)(HS_REC_ALLOC | fn);
+	p = varint_put(p, size);
+	p = varint_put(p, stack);
+	return enc_ptr(e, p, ptr);
+}
+
+static inline uint8_t *enc_free(struct hs_enc *e, uint8_t *p, unsigned fn,
+				uint64_t ptr)
+{
+	*p++ = (uint8_t)(HS_REC_FREE | fn);
+	return enc_ptr(e, p, ptr);
+}
+
+static inline uint8_t *enc_realloc(struct hs_enc *e, uint8_t *p, unsigned fn,
+				   uint64_t old, uint64_t ptr, uint64_t size,
+				   uint64_t stack)
+{
+	*p++ = (uint8_t)(HS_REC_REALLOC | fn);
+	p = enc_ptr(e, p, old);
+	p = enc_ptr(e, p, ptr);
+	p = varint_put(p, size);
+	return varint_put(p, stack);
+}
+
+static inline uint8_t *enc_fail(uint8_t *p, unsigned fn, uint64_t size,
+				uint64_t stack)
+{
+	*p++ = (uint8_t)(HS_REC_FAIL | fn);
+	p = varint_put(p, size);
+	return varint_put(p, stack);
+}
+
+static inline uint8_t *enc_munmap(struct hs_enc *e, uint8_t *p, uint64_t ptr,
+				  uint64_t len)
+{
+	*p++ = HS_REC_MUNMAP;
+	p = enc_ptr(e, p, ptr);
+	return varint_put(p, len);
+}
+
+static inline uint8_t *enc_stack(uint8_t *p, uint64_t id, uint64_t parent,
+				 uint64_t ip)
+{
+	*p++ = HS_REC_STACK;
+	p = varint_put(p, id);
+	p = varint_put(p, parent);
+	return varint_put(p, ip);
+}
+
+static inline uint8_t *enc_u64(uint8_t *p, unsigned tag, uint64_t v)
+{
+	*p++ = (uint8_t)tag;
+	return varint_put(p, v);
+}
+
+static inline uint8_t *enc_timerec(struct hs_enc *e, uint8_t *p, uint64_t t)
+{
+	*p++ = HS_REC_TIME;
+	return enc_time(e, p, t);
+}
+
+/* A header under construction, in a caller-owned buffer. */
+struct hs_hdr_buf {
+	uint8_t *buf;
+	size_t len, cap;
+	int overflow;
+};
+
+void hdr_put_u64(struct hs_hdr_buf *h, unsigned key, uint64_t v);
+void hdr_put_str(struct hs_hdr_buf *h, unsigned key, const char *s);
+/* Writes preamble + body into dst; returns its length or 0 if too small. */
+size_t hdr_finish(const struct hs_hdr_buf *h, uint8_t *dst, size_t cap);
+
+/* Frames n bytes of records as one chunk in dst (cap must be at least
+ * chunk_bound(n)); returns the chunk's length or 0 on a zstd error. */
+struct ZSTD_CCtx_s;
+size_t chunk_bound(size_t n);
+size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *src, size_t n,
+		    void *dst, size_t cap);
+
+#endif

@@ -1,0 +1,455 @@
+#include "reader.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "error.h"
+#include "varint.h"
+
+struct hs_reader {
+	FILE *f;
+	char *path;
+	struct hs_header hdr;
+	ZSTD_DCtx *dctx;
+	uint8_t *cbuf, *ubuf;
+	size_t ccap, ucap;
+	const uint8_t *p, *end; /* undecoded records of the current chunk */
+	uint64_t offset, chunks;
+	/* delta state, reset at every chunk */
+	uint64_t prev_ptr;
+	uint64_t time_ns;
+	uint64_t tid;
+};
+
+static char *dup_bytes(const uint8_t *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, p, n);
+	s[n] = 0;
+	return s;
+}
+
+void header_finish(struct hs_header *h)
+{
+	if (!h)
+		return;
+	free(h->exe);
+	for (int i = 0; h->argv && i < h->argc; i++)
+		free(h->argv[i]);
+	free(h->argv);
+	free(h->recorder_version);
+	free(h->unwind);
+	free(h->allocator);
+	memset(h, 0, sizeof(*h));
+}
+
+static int set_string(char **dst, const uint8_t *v, size_t n)
+{
+	free(*dst);
+	*dst = dup_bytes(v, n);
+	return *dst ? 0 : hs_error("out of memory");
+}
+
+int header_parse(const uint8_t *buf, size_t len, unsigned version,
+		 struct hs_header *h)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	memset(h, 0, sizeof(*h));
+	h->version = version;
+	while (p < end) {
+		uint64_t key, n, v = 0;
+		if (varint_get(&p, end, &key) || varint_get(&p, end, &n) ||
+		    n > (uint64_t)(end - p))
+			goto corrupt;
+		const uint8_t *val = p, *vend = p + n;
+		p = vend;
+		int is_int = key == HS_HDR_PID || key == HS_HDR_PPID ||
+			     key == HS_HDR_START_REALTIME ||
+			     key == HS_HDR_START_MONOTONIC ||
+			     key == HS_HDR_PAGE_SIZE || key == HS_HDR_DEPTH ||
+			     key == HS_HDR_OPTIONS || key == HS_HDR_INTERVAL;
+		if (is_int && varint_get(&val, vend, &v))
+			goto corrupt;
+		switch (key) {
+		case HS_HDR_PID: h->pid = v; break;
+		case HS_HDR_PPID: h->ppid = v; break;
+		case HS_HDR_START_REALTIME: h->start_realtime_ns = v; break;
+		case HS_HDR_START_MONOTONIC: h->start_monotonic_ns = v; break;
+		case HS_HDR_PAGE_SIZE: h->page_size = v; break;
+		case HS_HDR_DEPTH: h->depth = v; break;
+		case HS_HDR_OPTIONS: h->options = v; break;
+		case HS_HDR_INTERVAL: h->interval_ms = v; break;
+		case HS_HDR_EXE:
+			if (set_string(&h->exe, val, n))
+				goto fail;
+			break;
+		case HS_HDR_VERSION:
+			if (set_string(&h->recorder_version, val, n))
+				goto fail;
+			break;
+		case HS_HDR_UNWIND:
+			if (set_string(&h->unwind, val, n))
+				goto fail;
+			break;
+		case HS_HDR_ALLOCATOR:
+			if (set_string(&h->allocator, val, n))
+				goto fail;
+			break;
+		case HS_HDR_ARG: {
+			char **a = realloc(h->argv, (h->argc + 2) * sizeof(*a));
+			if (!a)
+				goto oom;
+			h->argv = a;
+			a[h->argc] = dup_bytes(val, n);
+			if (!a[h->argc])
+				goto oom;
+			a[++h->argc] = NULL;
+			break;
+		}
+		default: /* a newer writer's field: skip it */
+			break;
+		}
+	}
+	if (!h->argv) {
+		h->argv = calloc(1, sizeof(*h->argv));
+		if (!h->argv)
+			goto oom;
+	}
+	return 0;
+oom:
+	hs_error("out of memory");
+	goto fail;
+corrupt:
+	hs_error("corrupt trace header");
+fail:
+	header_finish(h);
+	return -1;
+}
+
+struct hs_reader *reader_open(const char *path)
+{
+	struct hs_reader *r = calloc(1, sizeof(*r));
+	uint8_t pre[HS_PREAMBLE_LEN], *body = NULL;
+	if (!r) {
+		hs_error("out of memory");
+		return NULL;
+	}
+	r->f = fopen(path, "rb");
+	if (!r->f) {
+		hs_error("cannot open %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	r->path = strdup(path);
+	size_t got = fread(pre, 1, sizeof(pre), r->f);
+	if (got < HS_MAGIC_LEN || memcmp(pre, HS_MAGIC, HS_MAGIC_LEN) != 0) {
+		if (ferror(r->f))
+			hs_error("cannot read %s: %s", path, strerror(errno));
+		else
+			hs_error("%s is not a heapslope trace (bad magic)", path);
+		goto fail;
+	}
+	if (got < sizeof(pre)) {
+		hs_error("%s: truncated trace header", path);
+		goto fail;
+	}
+	unsigned version = pre[8] | pre[9] << 8;
+	uint32_t blen = le32_get(pre + 12);
+	if (version != HS_FORMAT_VERSION) {
+		hs_error("%s: trace format version %u is not supported (this "
+			 "heapslope reads version %u)",
+			 path, version, HS_FORMAT_VERSION);
+		goto fail;
+	}
+	if (blen > HS_HEADER_MAX) {
+		hs_error("%s: corrupt trace header (length %u)", path, blen);
+		goto fail;
+	}
+	body = malloc(blen ? blen : 1);
+	if (!body) {
+		hs_error("out of memory");
+		goto fail;
+	}
+	if (fread(body, 1, blen, r->f) != blen) {
+		hs_error("%s: truncated trace header", path);
+		goto fail;
+	}
+	if (header_parse(body, blen, version, &r->hdr)) {
+		hs_error("%s: corrupt trace header", path);
+		goto fail;
+	}
+	free(body);
+	body = NULL;
+	r->offset = HS_PREAMBLE_LEN + blen;
+	r->dctx = ZSTD_createDCtx();
+	if (!r->dctx) {
+		hs_error("out of memory");
+		goto fail;
+	}
+	return r;
+fail:
+	free(body);
+	reader_destroy(r);
+	return NULL;
+}
+
+const struct hs_header *reader_header(const struct hs_reader *r)
+{
+	return &r->hdr;
+}
+
+uint64_t reader_offset(const struct hs_reader *r)
+{
+	return r->offset;
+}
+
+uint64_t reader_chunks(const struct hs_reader *r)
+{
+	return r->chunks;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	uint8_t *b = realloc(*buf, need);
+	if (!b)
+		return hs_error("out of memory");
+	*buf = b;
+	*cap = need;
+	return 0;
+}
+
+/* 1: a chunk loaded; 0: end of file; -1: error */
+static int load_chunk(struct hs_reader *r)
+{
+	uint8_t h[HS_CHUNK_HEADER_LEN];
+	size_t got = fread(h, 1, sizeof(h), r->f);
+	if (got == 0 && feof(r->f))
+		return 0;
+	if (got < sizeof(h)) {
+		if (ferror(r->f))
+			return hs_error("%s: read error: %s", r->path,
+					strerror(errno));
+		return hs_error("%s: truncated trace: partial frame header at "
+				"byte %llu", r->path,
+				(unsigned long long)r->offset);
+	}
+	if (memcmp(h, HS_CHUNK_MAGIC, 4) != 0)
+		return hs_error("%s: corrupt trace: bad frame magic at byte "
+				"%llu", r->path, (unsigned long long)r->offset);
+	uint32_t csize = le32_get(h + 4), usize = le32_get(h + 8);
+	if (usize > HS_CHUNK_MAX || csize > ZSTD_compressBound(HS_CHUNK_MAX))
+		return hs_error("%s: corrupt trace: bad frame size at byte "
+				"%llu", r->path, (unsigned long long)r->offset);
+	if (grow(&r->cbuf, &r->ccap, csize ? csize : 1) ||
+	    grow(&r->ubuf, &r->ucap, usize ? usize : 1))
+		return -1;
+	if (fread(r->cbuf, 1, csize, r->f) != csize)
+		return hs_error("%s: truncated trace: partial frame at byte "
+				"%llu", r->path, (unsigned long long)r->offset);
+	size_t n = ZSTD_decompressDCtx(r->dctx, r->ubuf, usize, r->cbuf, csize);
+	if (ZSTD_isError(n))
+		return hs_error("%s: corrupt trace: frame at byte %llu: %s",
+				r->path, (unsigned long long)r->offset,
+				ZSTD_getErrorName(n));
+	if (n != usize)
+		return hs_error("%s: corrupt trace: frame at byte %llu has %zu "
+				"bytes, expected %u", r->path,
+				(unsigned long long)r->offset, n, usize);
+	r->offset += HS_CHUNK_HEADER_LEN + (uint64_t)csize;
+	r->chunks++;
+	r->p = r->ubuf;
+	r->end = r->ubuf + usize;
+	r->prev_ptr = 0;
+	r->tid = 0;
+	return 1;
+}
+
+#define GET(v)                                                               \
+	do {                                                                 \
+		if (varint_get(&p, end, &(v)))                               \
+			goto corrupt;                                        \
+	} while (0)
+
+#define GET_PTR(v)                                                           \
+	do {                                                                 \
+		uint64_t z_;                                                 \
+		GET(z_);                                                     \
+		(v) = r->prev_ptr + (uint64_t)zigzag_decode(z_);             \
+		r->prev_ptr = (v);                                           \
+	} while (0)
+
+#define GET_TIME()                                                           \
+	do {                                                                 \
+		uint64_t z_;                                                 \
+		GET(z_);                                                     \
+		r->time_ns += (uint64_t)zigzag_decode(z_);                   \
+		rec->time_ns = r->time_ns;                                   \
+	} while (0)
+
+#define GET_STR(s, n)                                                        \
+	do {                                                                 \
+		uint64_t l_;                                                 \
+		GET(l_);                                                     \
+		if (l_ > (uint64_t)(end - p))                                \
+			goto corrupt;                                        \
+		(s) = (const void *)p;                                       \
+		(n) = l_;                                                    \
+		p += l_;                                                     \
+	} while (0)
+
+int reader_next(struct hs_reader *r, struct hs_record *rec)
+{
+	while (r->p == r->end) {
+		int rc = load_chunk(r);
+		if (rc <= 0)
+			return rc;
+		/* time deltas restart in every chunk too */
+		r->time_ns = 0;
+	}
+	const uint8_t *p = r->p, *end = r->end;
+	unsigned tag = *p++;
+	rec->tag = tag;
+	rec->kind = tag >= HS_REC_ALLOC ? HS_TAG_KIND(tag) : tag;
+	rec->fn = tag >= HS_REC_ALLOC ? HS_TAG_FN(tag) : 0;
+	rec->tid = r->tid;
+	rec->time_ns = r->time_ns;
+	switch (rec->kind) {
+	case HS_REC_ALLOC:
+		GET(rec->size);
+		GET(rec->stack);
+		GET_PTR(rec->ptr);
+		break;
+	case HS_REC_FREE:
+		GET_PTR(rec->ptr);
+		break;
+	case HS_REC_REALLOC:
+		GET_PTR(rec->old_ptr);
+		GET_PTR(rec->ptr);
+		GET(rec->size);
+		GET(rec->stack);
+		break;
+	case HS_REC_FAIL:
+		GET(rec->size);
+		GET(rec->stack);
+		break;
+	case HS_REC_MUNMAP:
+		GET_PTR(rec->ptr);
+		GET(rec->size);
+		break;
+	case HS_REC_STACK:
+		GET(rec->id);
+		GET(rec->parent);
+		GET(rec->ip);
+		break;
+	case HS_REC_MODULE: {
+		uint64_t nseg;
+		GET(rec->base);
+		GET_STR(rec->str, rec->str_len);
+		GET_STR(rec->build_id, rec->build_id_len);
+		GET(nseg);
+		rec->nseg = 0;
+		for (uint64_t i = 0; i < nseg; i++) {
+			struct hs_segment s;
+			GET(s.vaddr);
+			GET(s.memsz);
+			GET(s.offset);
+			GET(s.flags);
+			if (rec->nseg < HS_MAX_SEGS)
+				rec->segs[rec->nseg++] = s;
+		}
+		break;
+	}
+	case HS_REC_MODULE_GONE:
+		GET(rec->base);
+		break;
+	case HS_REC_THREAD:
+		GET(rec->tid);
+		break;
+	case HS_REC_THREAD_NAME:
+		GET(rec->tid);
+		GET_STR(rec->str, rec->str_len);
+		break;
+	case HS_REC_SWITCH:
+		GET(r->tid);
+		rec->tid = r->tid;
+		break;
+	case HS_REC_MARK: {
+		uint64_t k;
+		GET_TIME();
+		GET(k);
+		rec->mark_kind = (unsigned)k;
+		GET_STR(rec->str, rec->str_len);
+		break;
+	}
+	case HS_REC_SAMPLE: {
+		uint64_t has;
+		GET_TIME();
+		GET(rec->rss);
+		GET(has);
+		rec->has_mallinfo = has != 0;
+		if (has) {
+			GET(rec->mi_arena);
+			GET(rec->mi_ordblks);
+			GET(rec->mi_hblks);
+			GET(rec->mi_hblkhd);
+			GET(rec->mi_uordblks);
+			GET(rec->mi_fordblks);
+			GET(rec->mi_keepcost);
+		}
+		break;
+	}
+	case HS_REC_TIME:
+		GET_TIME();
+		break;
+	case HS_REC_END: {
+		uint64_t reason, n;
+		GET(reason);
+		GET(n);
+		rec->end_reason = (unsigned)reason;
+		memset(rec->counts, 0, sizeof(rec->counts));
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t v;
+			GET(v);
+			if (i < HS_COUNT_MAX)
+				rec->counts[i] = v;
+		}
+		break;
+	}
+	case HS_REC_EXIT:
+		GET(rec->wait_status);
+		break;
+	case HS_REC_EXEC:
+		GET_STR(rec->str, rec->str_len);
+		break;
+	default:
+		return hs_error("%s: corrupt trace: unknown record 0x%02x in "
+				"frame ending at byte %llu", r->path, tag,
+				(unsigned long long)r->offset);
+	}
+	r->p = p;
+	return 1;
+corrupt:
+	return hs_error("%s: corrupt trace: bad record 0x%02x in frame ending "
+			"at byte %llu", r->path, tag,
+			(unsigned long long)r->offset);
+}
+
+void reader_destroy(struct hs_reader *r)
+{
+	if (!r)
+		return;
+	if (r->f)
+		fclose(r->f);
+	ZSTD_freeDCtx(r->dctx);
+	header_finish(&r->hdr);
+	free(r->cbuf);
+	free(r->ubuf);
+	free(r->path);
+	free(r);
+}

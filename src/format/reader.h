@@ -1,0 +1,79 @@
+/* Streaming trace reader: header, then one decoded record at a time.
+ * Memory stays bounded by one chunk, whatever the trace's length. */
+#ifndef HS_READER_H
+#define HS_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_format.h"
+
+#define HS_MAX_SEGS 16
+
+struct hs_header {
+	unsigned version;
+	uint64_t pid, ppid;
+	uint64_t start_realtime_ns, start_monotonic_ns;
+	uint64_t page_size, depth, options, interval_ms;
+	char *exe;
+	char **argv; /* NULL-terminated */
+	int argc;
+	char *recorder_version;
+	char *unwind;
+	char *allocator;
+};
+
+struct hs_segment {
+	uint64_t vaddr, memsz, offset, flags;
+};
+
+struct hs_record {
+	unsigned tag;   /* full tag byte */
+	unsigned kind;  /* HS_TAG_KIND(tag) for events, else the tag */
+	unsigned fn;    /* HS_FN_* for events */
+	uint64_t tid;   /* thread of events, or the tid a thread record names */
+	uint64_t time_ns; /* latest known time since the start of recording */
+	uint64_t ptr, old_ptr, size, stack;
+	/* HS_REC_STACK */
+	uint64_t id, parent, ip;
+	/* HS_REC_MODULE / MODULE_GONE: base; strings are not NUL-terminated
+	 * and live until the next call to reader_next */
+	uint64_t base;
+	const char *str;
+	size_t str_len; /* path, thread name, mark label, exec path */
+	const uint8_t *build_id;
+	size_t build_id_len;
+	unsigned nseg;
+	struct hs_segment segs[HS_MAX_SEGS];
+	/* HS_REC_MARK */
+	unsigned mark_kind;
+	/* HS_REC_SAMPLE */
+	uint64_t rss;
+	int has_mallinfo;
+	uint64_t mi_arena, mi_ordblks, mi_hblks, mi_hblkhd, mi_uordblks,
+		mi_fordblks, mi_keepcost;
+	/* HS_REC_END / HS_REC_EXIT */
+	unsigned end_reason;
+	uint64_t counts[HS_COUNT_MAX];
+	uint64_t wait_status;
+};
+
+struct hs_reader;
+
+/* Opens and validates the header; NULL with hs_last_error() on failure. */
+struct hs_reader *reader_open(const char *path);
+const struct hs_header *reader_header(const struct hs_reader *r);
+/* 1: a record; 0: clean end of file; -1: error (hs_last_error()), such as
+ * a corrupt or truncated chunk.  Records before the error were valid. */
+int reader_next(struct hs_reader *r, struct hs_record *rec);
+/* Byte offset just past the last complete chunk read. */
+uint64_t reader_offset(const struct hs_reader *r);
+uint64_t reader_chunks(const struct hs_reader *r);
+void reader_destroy(struct hs_reader *r);
+
+/* Parses a header from memory (used by the reader and by tests). */
+int header_parse(const uint8_t *buf, size_t len, unsigned version,
+		 struct hs_header *h);
+void header_finish(struct hs_header *h);
+
+#endif

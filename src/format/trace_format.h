@@ -1,0 +1,123 @@
+/* The heapslope trace format, version 1: the one thing the recorder and the
+ * analyzer share. man/heapslope-trace.5 documents it byte by byte. */
+#ifndef HS_TRACE_FORMAT_H
+#define HS_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+/* File = preamble + header body + chunks.
+ *   preamble: magic[8], u16 version, u16 flags, u32 header body length (LE)
+ *   header body: fields, each varint key, varint length, bytes
+ *   chunk: "HSFR", u32 compressed size, u32 decompressed size (LE), then one
+ *          zstd frame (with content checksum) holding whole records */
+#define HS_MAGIC "\x89HSLOPE\n"
+#define HS_MAGIC_LEN 8
+#define HS_FORMAT_VERSION 1
+#define HS_PREAMBLE_LEN 16
+#define HS_HEADER_MAX (1u << 20)
+#define HS_CHUNK_MAGIC "HSFR"
+#define HS_CHUNK_HEADER_LEN 12
+#define HS_CHUNK_MAX (16u << 20) /* decompressed bytes per chunk, at most */
+
+/* Header fields.  Integers are varints inside the field's bytes; a reader
+ * skips keys it does not know. */
+enum hs_hdr_key {
+	HS_HDR_PID = 1,
+	HS_HDR_PPID = 2,
+	HS_HDR_EXE = 3,         /* string */
+	HS_HDR_ARG = 4,         /* string, repeated once per argv element */
+	HS_HDR_START_REALTIME = 5, /* ns since the epoch */
+	HS_HDR_START_MONOTONIC = 6, /* ns, CLOCK_MONOTONIC */
+	HS_HDR_PAGE_SIZE = 7,
+	HS_HDR_DEPTH = 8,       /* stack depth limit */
+	HS_HDR_OPTIONS = 9,     /* HS_OPT_* bits */
+	HS_HDR_VERSION = 10,    /* recorder version string */
+	HS_HDR_INTERVAL = 11,   /* sample interval, ms */
+	HS_HDR_UNWIND = 12,     /* unwinder name */
+	HS_HDR_ALLOCATOR = 13,  /* allocator name (glibc unless told) */
+};
+
+enum hs_opt {
+	HS_OPT_MMAP = 1,    /* anonymous mmap/munmap/mremap are recorded */
+	HS_OPT_FORKED = 2,  /* this process was forked from a recorded one */
+	HS_OPT_EXECED = 4,  /* this image was exec'd by a recorded process */
+};
+
+/* Record tags.  Every record is one tag byte and its fields; integers are
+ * LEB128 varints, "sv" fields zigzag-encoded signed varints, "str" a varint
+ * length and bytes.  Pointer fields are deltas against the previous pointer
+ * in the same chunk, time fields against the previous time: both start at 0
+ * in every chunk, so each chunk decodes on its own. */
+enum hs_tag {
+	HS_REC_STACK = 0x01,   /* id, parent id, ip: one node of the stack tree */
+	HS_REC_MODULE = 0x02,  /* base, path(str), build-id(str), nseg,
+	                        * nseg x (vaddr, memsz, offset, flags) */
+	HS_REC_MODULE_GONE = 0x03, /* base: a module unloaded by dlclose */
+	HS_REC_THREAD = 0x04,  /* tid: thread seen for the first time */
+	HS_REC_THREAD_NAME = 0x05, /* tid, name(str) */
+	HS_REC_SWITCH = 0x06,  /* tid: the following events are this thread's */
+	HS_REC_MARK = 0x07,    /* dtime(sv), kind, label(str) */
+	HS_REC_SAMPLE = 0x08,  /* dtime(sv), rss, has_mallinfo, then if set:
+	                        * arena, ordblks, hblks, hblkhd, uordblks,
+	                        * fordblks, keepcost */
+	HS_REC_TIME = 0x09,    /* dtime(sv): ns since start of recording */
+	HS_REC_END = 0x0a,     /* reason, then HS_COUNT_MAX counters */
+	HS_REC_EXIT = 0x0b,    /* wait status of the process, from `record` */
+	HS_REC_EXEC = 0x0c,    /* path(str): the process is about to exec */
+	HS_REC_ALLOC = 0x10,   /* | fn: size, stack, dptr(sv) */
+	HS_REC_FREE = 0x20,    /* | fn: dptr(sv) */
+	HS_REC_REALLOC = 0x30, /* | fn: dptr(sv) old, dptr(sv) new vs old,
+	                        * size, stack */
+	HS_REC_FAIL = 0x40,    /* | fn: size, stack: a call that returned NULL */
+	HS_REC_MUNMAP = 0x50,  /* dptr(sv), length: a range of anonymous mmap
+	                        * memory given back (may be partial) */
+};
+#define HS_TAG_KIND(t) ((t) & 0xf0)
+#define HS_TAG_FN(t) ((t) & 0x0f)
+
+/* The allocation function an event came from (low nibble of the tag). */
+enum hs_fn {
+	HS_FN_MALLOC = 0,
+	HS_FN_CALLOC = 1,
+	HS_FN_REALLOC = 2,
+	HS_FN_REALLOCARRAY = 3,
+	HS_FN_POSIX_MEMALIGN = 4,
+	HS_FN_ALIGNED_ALLOC = 5,
+	HS_FN_MEMALIGN = 6,
+	HS_FN_VALLOC = 7,
+	HS_FN_PVALLOC = 8,
+	HS_FN_FREE = 9,
+	HS_FN_MMAP = 10,
+	HS_FN_MUNMAP = 11,
+	HS_FN_MREMAP = 12,
+	HS_FN_COUNT
+};
+
+enum hs_mark_kind { HS_MARK_BATCH = 0, HS_MARK_LABEL = 1 };
+
+enum hs_end_reason {
+	HS_END_EXIT = 0,  /* exit() or return from main */
+	HS_END_EXEC = 1,  /* the image was replaced by exec */
+	HS_END__EXIT = 2, /* _exit()/_Exit() */
+	HS_END_ERROR = 3, /* recording stopped on an error */
+};
+
+/* Counters carried by the end record, in this order. */
+enum hs_count {
+	HS_COUNT_EVENTS,
+	HS_COUNT_ALLOCATIONS,
+	HS_COUNT_FREES,
+	HS_COUNT_REALLOCS,
+	HS_COUNT_FAILED,
+	HS_COUNT_MARKS,
+	HS_COUNT_SAMPLES,
+	HS_COUNT_STACKS,
+	HS_COUNT_THREADS,
+	HS_COUNT_MMAPS,
+	HS_COUNT_MUNMAPS,
+	HS_COUNT_MAX
+};
+
+const char *hs_fn_name(unsigned fn);
+
+#endif

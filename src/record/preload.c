@@ -1,0 +1,476 @@
+/* The interposers: every allocation-API entry point of the program comes
+ * here first.  Each one calls the real function, keeps its result and
+ * errno exactly, and tells the recorder what happened. */
+/* mmap and mmap64 are both defined here, under their own names */
+#undef _FILE_OFFSET_BITS
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define HEAPSLOPE_RECORDER
+#include "../include/heapslope.h"
+#include "recorder.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+static struct {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	int (*execveat)(int, const char *, char *const[], char *const[], int);
+	void (*_exit)(int) __attribute__((noreturn));
+	int (*pthread_setname_np)(pthread_t, const char *);
+} real;
+
+/* dlsym may allocate before the real allocator is known: serve those few
+ * requests from a static arena whose blocks are never freed. */
+static _Alignas(64) uint8_t boot_arena[65536];
+static size_t boot_used;
+static int resolving;
+
+static void *boot_alloc(size_t n)
+{
+	size_t need = (n + 16 + 15) & ~(size_t)15;
+	if (boot_used + need > sizeof(boot_arena))
+		return NULL;
+	uint8_t *p = boot_arena + boot_used;
+	boot_used += need;
+	*(size_t *)p = n;
+	return p + 16;
+}
+
+static int is_boot(const void *p)
+{
+	return (const uint8_t *)p >= boot_arena &&
+	       (const uint8_t *)p < boot_arena + sizeof(boot_arena);
+}
+
+#define RESOLVE(name) *(void **)&real.name = dlsym(RTLD_NEXT, #name)
+
+static void resolve(void)
+{
+	if (resolving)
+		return;
+	resolving = 1;
+	RESOLVE(malloc);
+	RESOLVE(free);
+	RESOLVE(calloc);
+	RESOLVE(realloc);
+	RESOLVE(reallocarray);
+	RESOLVE(posix_memalign);
+	RESOLVE(aligned_alloc);
+	RESOLVE(memalign);
+	RESOLVE(valloc);
+	RESOLVE(pvalloc);
+	RESOLVE(mmap);
+	RESOLVE(munmap);
+	RESOLVE(mremap);
+	RESOLVE(execve);
+	RESOLVE(execvpe);
+	RESOLVE(fexecve);
+	RESOLVE(execveat);
+	RESOLVE(_exit);
+	RESOLVE(pthread_setname_np);
+	resolving = 0;
+}
+
+static inline int ready(void)
+{
+	if (unlikely(!real.free)) {
+		if (resolving)
+			return 0;
+		resolve();
+	}
+	return real.free != NULL;
+}
+
+/* Runs the real call with the thread marked busy, then records. */
+#define HOOK_BEGIN()                                                         \
+	struct tstate *t = &hs_thread;                                       \
+	int recording = recorder_wants(t);                                   \
+	if (recording)                                                       \
+		t->busy = 1
+#define HOOK_END()                                                           \
+	do {                                                                 \
+		if (recording) {                                             \
+			int e_ = errno;                                      \
+			t->busy = 0;                                         \
+			errno = e_;                                          \
+		}                                                            \
+	} while (0)
+
+static void record_result(unsigned fn, const void *p, size_t size)
+{
+	int e = errno;
+	if (p)
+		rec_alloc(fn, p, size);
+	else
+		rec_fail(fn, size);
+	errno = e;
+}
+
+EXPORT void *malloc(size_t n)
+{
+	if (unlikely(!ready()))
+		return boot_alloc(n);
+	HOOK_BEGIN();
+	void *p = real.malloc(n);
+	if (recording)
+		record_result(HS_FN_MALLOC, p, n);
+	HOOK_END();
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (!p || unlikely(is_boot(p)))
+		return;
+	if (unlikely(!ready()))
+		return;
+	HOOK_BEGIN();
+	if (recording) {
+		int e = errno;
+		rec_free(HS_FN_FREE, p);
+		errno = e;
+	}
+	real.free(p);
+	HOOK_END();
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	if (unlikely(!ready())) {
+		size_t total;
+		if (__builtin_mul_overflow(n, size, &total))
+			return NULL;
+		return boot_alloc(total); /* static memory is zeroed */
+	}
+	HOOK_BEGIN();
+	void *p = real.calloc(n, size);
+	if (recording) {
+		size_t total;
+		if (__builtin_mul_overflow(n, size, &total))
+			total = SIZE_MAX;
+		record_result(HS_FN_CALLOC, p, total);
+	}
+	HOOK_END();
+	return p;
+}
+
+static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
+			    int overflow)
+{
+	HOOK_BEGIN();
+	void *p;
+	if (recording) {
+		int depth;
+		uintptr_t *ips = hs_thread.scratch;
+		rec_realloc_begin(&depth, ips);
+		p = fn == HS_FN_REALLOC ? real.realloc(old, size)
+					: real.reallocarray(old, n, size);
+		int e = errno;
+		rec_realloc_end(fn, old, p,
+				overflow ? SIZE_MAX : fn == HS_FN_REALLOC
+							      ? size
+							      : n * size,
+				depth, ips);
+		errno = e;
+	} else {
+		p = fn == HS_FN_REALLOC ? real.realloc(old, size)
+					: real.reallocarray(old, n, size);
+	}
+	HOOK_END();
+	return p;
+}
+
+static void *boot_realloc(void *old, size_t size)
+{
+	void *p = malloc(size);
+	if (p) {
+		size_t was = *(size_t *)((uint8_t *)old - 16);
+		memcpy(p, old, was < size ? was : size);
+	}
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	if (unlikely(!ready()))
+		return old ? NULL : boot_alloc(size);
+	if (unlikely(old && is_boot(old)))
+		return boot_realloc(old, size);
+	return realloc_common(HS_FN_REALLOC, old, 1, size, 0);
+}
+
+EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+	int overflow = __builtin_mul_overflow(n, size, &total);
+	if (unlikely(!ready()))
+		return old || overflow ? NULL : boot_alloc(total);
+	if (unlikely(old && is_boot(old)))
+		return overflow ? NULL : boot_realloc(old, total);
+	return realloc_common(HS_FN_REALLOCARRAY, old, n, size, overflow);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (unlikely(!ready()))
+		return ENOMEM;
+	HOOK_BEGIN();
+	int rc = real.posix_memalign(out, align, n);
+	if (recording)
+		record_result(HS_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, n);
+	HOOK_END();
+	return rc;
+}
+
+#define SIMPLE_ALIGNED(name, fn, params, args, size)                        \
+	EXPORT void *name params                                             \
+	{                                                                    \
+		if (unlikely(!ready()))                                      \
+			return NULL;                                         \
+		HOOK_BEGIN();                                                \
+		void *p = real.name args;                                    \
+		if (recording)                                               \
+			record_result(fn, p, size);                          \
+		HOOK_END();                                                  \
+		return p;                                                    \
+	}
+
+SIMPLE_ALIGNED(aligned_alloc, HS_FN_ALIGNED_ALLOC, (size_t a, size_t n),
+	       (a, n), n)
+SIMPLE_ALIGNED(memalign, HS_FN_MEMALIGN, (size_t a, size_t n), (a, n), n)
+SIMPLE_ALIGNED(valloc, HS_FN_VALLOC, (size_t n), (n), n)
+SIMPLE_ALIGNED(pvalloc, HS_FN_PVALLOC, (size_t n), (n), n)
+
+/* ---- anonymous memory maps, recorded with --mmap ---- */
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+		  off_t off)
+{
+	if (unlikely(!ready()))
+		return MAP_FAILED;
+	HOOK_BEGIN();
+	void *p = real.mmap(addr, len, prot, flags, fd, off);
+	if (recording && hs_rec.record_mmap && (flags & MAP_ANONYMOUS))
+		record_result(HS_FN_MMAP, p == MAP_FAILED ? NULL : p, len);
+	HOOK_END();
+	return p;
+}
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+		    off_t off) __attribute__((alias("mmap")));
+
+EXPORT int munmap(void *addr, size_t len)
+{
+	if (unlikely(!ready()))
+		return -1;
+	HOOK_BEGIN();
+	if (recording && hs_rec.record_mmap) {
+		int e = errno;
+		rec_munmap(addr, len);
+		errno = e;
+	}
+	int rc = real.munmap(addr, len);
+	HOOK_END();
+	return rc;
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
+{
+	void *new_addr = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (unlikely(!ready()))
+		return MAP_FAILED;
+	HOOK_BEGIN();
+	void *p;
+	if (recording && hs_rec.record_mmap) {
+		int depth;
+		uintptr_t *ips = hs_thread.scratch;
+		rec_realloc_begin(&depth, ips);
+		p = real.mremap(old, old_len, len, flags, new_addr);
+		int e = errno;
+		rec_realloc_end(HS_FN_MREMAP, old, p == MAP_FAILED ? NULL : p,
+				len ? len : 1, depth, ips);
+		errno = e;
+	} else {
+		p = real.mremap(old, old_len, len, flags, new_addr);
+	}
+	HOOK_END();
+	return p;
+}
+
+/* ---- process lifetime: exec and _exit end an image without exit() ---- */
+
+static void before_exec(const char *path)
+{
+	int e = errno;
+	recorder_before_exec(path);
+	errno = e;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	if (unlikely(!ready()))
+		return -1;
+	before_exec(path);
+	return real.execve(path, argv, envp);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	if (unlikely(!ready()))
+		return -1;
+	before_exec(file);
+	return real.execvpe(file, argv, envp);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	if (unlikely(!ready()))
+		return -1;
+	before_exec("(fd)");
+	return real.fexecve(fd, argv, envp);
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[],
+		    char *const envp[], int flags)
+{
+	if (unlikely(!ready()))
+		return -1;
+	before_exec(path);
+	return real.execveat(dirfd, path, argv, envp, flags);
+}
+
+/* execl, execlp, execle: collect the arguments, then as execv*. */
+#define COLLECT_ARGS(first, last_named, argv, want_envp, envp_out)           \
+	size_t argc_ = 1;                                                    \
+	va_list ap_;                                                         \
+	va_start(ap_, last_named);                                           \
+	while (va_arg(ap_, char *))                                          \
+		argc_++;                                                     \
+	va_end(ap_);                                                         \
+	char **argv = __builtin_alloca((argc_ + 1) * sizeof(char *));        \
+	argv[0] = (char *)(first);                                           \
+	va_start(ap_, last_named);                                           \
+	for (size_t i_ = 1; i_ <= argc_; i_++)                               \
+		argv[i_] = va_arg(ap_, char *);                              \
+	if (want_envp)                                                       \
+		*(char ***)(envp_out) = va_arg(ap_, char **);                \
+	va_end(ap_)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, arg, argv, 0, NULL);
+	return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, arg, argv, 0, NULL);
+	return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char **envp = NULL;
+	COLLECT_ARGS(arg, arg, argv, 1, &envp);
+	return execve(path, argv, envp);
+}
+
+EXPORT void _exit(int status)
+{
+	if (ready()) {
+		recorder_finish(HS_END__EXIT);
+		real._exit(status);
+	}
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status) __attribute__((alias("_exit")));
+
+EXPORT int pthread_setname_np(pthread_t th, const char *name)
+{
+	if (unlikely(!ready()))
+		return ENOSYS;
+	int rc = real.pthread_setname_np(th, name);
+	if (rc == 0 && pthread_equal(th, pthread_self()) &&
+	    recorder_wants(&hs_thread)) {
+		hs_thread.busy = 1;
+		rec_thread_name(name);
+		hs_thread.busy = 0;
+	}
+	return rc;
+}
+
+/* ---- the marker API (heapslope.h) ---- */
+
+EXPORT void heapslope_mark_batch(void)
+{
+	if (!recorder_wants(&hs_thread))
+		return;
+	int e = errno;
+	hs_thread.busy = 1;
+	rec_mark(HS_MARK_BATCH, NULL);
+	hs_thread.busy = 0;
+	errno = e;
+}
+
+EXPORT void heapslope_mark(const char *label)
+{
+	if (!recorder_wants(&hs_thread))
+		return;
+	int e = errno;
+	hs_thread.busy = 1;
+	rec_mark(HS_MARK_LABEL, label);
+	hs_thread.busy = 0;
+	errno = e;
+}
+
+__attribute__((constructor)) static void preload_init(int argc, char **argv)
+{
+	resolve();
+	recorder_init(argc, argv);
+}
+
+__attribute__((destructor)) static void preload_fini(void)
+{
+	recorder_finish(HS_END_EXIT);
+}

@@ -1,0 +1,124 @@
+/* The recorder's state and its event entry points, called by the
+ * interposers in preload.c.  Everything here runs inside the recorded
+ * program: no malloc, no exit, no crash; on failure recording stops. */
+#ifndef HS_RECORDER_H
+#define HS_RECORDER_H
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced */
+#include <zstd.h>
+
+#include "../format/encoder.h"
+#include "modules.h"
+#include "stackmap.h"
+#include "unwind.h"
+
+#define HS_TLS __attribute__((tls_model("initial-exec")))
+
+/* Per-thread state.  busy is set while the thread runs recorder code (or
+ * must not be recorded at all), so that allocations made underneath —
+ * libunwind, zstd, dlsym, the writer thread — are never recorded. */
+struct tstate {
+	int busy;
+	uint32_t gen;      /* recorder generation the fields below belong to */
+	uint32_t seen_gen; /* generation the thread was announced in */
+	pid_t tid;
+	int n;             /* length of the previous stack */
+	uintptr_t ips[HS_DEPTH_MAX];
+	uint32_t ids[HS_DEPTH_MAX];
+	uintptr_t scratch[HS_DEPTH_MAX]; /* stack of a realloc in flight */
+};
+extern __thread struct tstate hs_thread HS_TLS;
+
+/* Global state, guarded by lock unless noted. */
+struct recorder {
+	pthread_mutex_t lock;
+	pthread_cond_t wake_writer; /* a full buffer is pending, or stop */
+	pthread_cond_t space;       /* the pending buffer was written */
+	volatile int on;            /* read without the lock by the hooks */
+	int failed;
+	int stop;
+	uint32_t gen;
+	pid_t pid;
+	/* double buffer: appenders fill buf[active], the writer compresses
+	 * buf[!active] while pending */
+	uint8_t *buf[2];
+	size_t cap, len, pending_len;
+	int active, pending;
+	struct hs_enc enc;
+	int events_since_tick;
+	uint64_t counts[HS_COUNT_MAX];
+	struct stackmap *stacks;
+	struct modlist known, scratch;
+	uint64_t mod_generation;
+	/* output */
+	int fd;
+	char path[4096];
+	ZSTD_CCtx *cctx;
+	uint8_t *cout;
+	size_t cout_cap;
+	uint64_t last_flush_ns;
+	pthread_t writer;
+	int writer_running;
+	/* settings */
+	int depth;
+	int interval_ms;
+	int follow;
+	int record_mmap;
+	int statm_fd;
+	int has_mallinfo;
+	uint64_t start_ns; /* CLOCK_MONOTONIC at start */
+	int argc;
+	char **argv;
+};
+extern struct recorder hs_rec;
+
+static inline int recorder_wants(const struct tstate *t)
+{
+	return hs_rec.on && !t->busy;
+}
+
+void recorder_init(int argc, char **argv);
+void recorder_finish(unsigned reason);
+void recorder_before_exec(const char *path);
+void recorder_fork_prepare(void);
+void recorder_fork_parent(void);
+void recorder_fork_child(void);
+
+/* Events.  Each captures the caller's stack where the event has one. */
+void rec_alloc(unsigned fn, const void *p, size_t size);
+void rec_fail(unsigned fn, size_t size);
+void rec_free(unsigned fn, const void *p); /* before the real free */
+void rec_munmap(const void *p, size_t len);
+/* realloc-like calls run between begin and end with the lock held, so
+ * that no other thread can reuse the old address in between. */
+void rec_realloc_begin(int *depth, uintptr_t *ips);
+void rec_realloc_end(unsigned fn, const void *old, const void *p,
+		     size_t size, int depth, const uintptr_t *ips);
+void rec_mark(unsigned kind, const char *label);
+void rec_thread_name(const char *name);
+void rec_modules_changed(void);
+
+/* writer.c */
+int writer_start(void);
+void writer_stop(void);
+uint64_t now_ns(void);
+void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi);
+/* With the lock held: appends a sample record. */
+void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
+		   int has_mi);
+/* With the lock held: writes everything buffered, then extra bytes. */
+int flush_sync(const uint8_t *extra, size_t n);
+void hs_fail(const char *what, int err);
+void hs_fail_path(const char *verb, int err); /* "VERB <trace path>" */
+int write_all(int fd, const void *p, size_t n);
+/* With the lock held: makes room for n bytes, swapping buffers if needed;
+ * NULL when recording stopped. */
+uint8_t *reserve(size_t n);
+void commit(uint8_t *end);
+
+#endif

@@ -1,0 +1,21 @@
+/* Call-stack capture for the recorder.  Whatever the method, the result is
+ * the same: return addresses of the calling thread, innermost first,
+ * starting at the caller of the interposed allocation function. */
+#ifndef HS_UNWIND_H
+#define HS_UNWIND_H
+
+#include <stdint.h>
+
+#define HS_DEPTH_MAX 256
+
+enum unwind_method {
+	UNWIND_LIBUNWIND, /* unw_backtrace with a per-thread cache */
+};
+
+/* Picks the method by name ("libunwind"); -1 if unknown. */
+int unwind_init(const char *name);
+const char *unwind_name(void);
+/* Up to max return addresses into ips; returns how many. */
+int unwind_capture(uintptr_t *ips, int max);
+
+#endif

@@ -1,0 +1,288 @@
+/* The output half of the recorder: the double buffer, the writer thread
+ * that compresses full buffers into chunks, periodic samples and flushes.
+ * Allocating threads only copy bytes; compression happens here. */
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+#define TICK_NS (10 * 1000000ull)          /* time records */
+#define FLUSH_NS (500 * 1000000ull)        /* at least twice per second */
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec -
+	       hs_rec.start_ns;
+}
+
+void hs_fail(const char *what, int err)
+{
+	if (__atomic_exchange_n(&hs_rec.failed, 1, __ATOMIC_SEQ_CST))
+		return;
+	hs_rec.on = 0;
+	char msg[600];
+	int n = snprintf(msg, sizeof(msg),
+			 "heapslope: recording stopped: %s%s%s (the program "
+			 "continues)\n",
+			 what, err ? ": " : "", err ? strerror(err) : "");
+	if (n > 0)
+		(void)!write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n
+							    : sizeof(msg) - 1);
+	pthread_cond_broadcast(&hs_rec.space);
+	pthread_cond_broadcast(&hs_rec.wake_writer);
+}
+
+void hs_fail_path(const char *verb, int err)
+{
+	char what[4200];
+	snprintf(what, sizeof(what), "%s %.4000s", verb, hs_rec.path);
+	hs_fail(what, err);
+}
+
+int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Compresses and writes one buffer as a chunk; the caller owns cctx. */
+static int write_chunk(const uint8_t *src, size_t n)
+{
+	if (!n)
+		return 0;
+	size_t c = chunk_encode(hs_rec.cctx, src, n, hs_rec.cout,
+				hs_rec.cout_cap);
+	if (!c) {
+		hs_fail("zstd compression failed", 0);
+		return -1;
+	}
+	if (write_all(hs_rec.fd, hs_rec.cout, c)) {
+		hs_fail_path("write", errno);
+		return -1;
+	}
+	return 0;
+}
+
+/* Lock held.  Hands the active buffer to the writer, which must be idle. */
+static void swap_buffers(void)
+{
+	struct recorder *R = &hs_rec;
+	R->pending = 1;
+	R->pending_len = R->len;
+	R->active ^= 1;
+	R->len = 0;
+	enc_reset(&R->enc);
+	/* every chunk starts with the time, so it decodes on its own */
+	uint8_t *p = enc_timerec(&R->enc, R->buf[R->active], now_ns());
+	R->len = (size_t)(p - R->buf[R->active]);
+	pthread_cond_signal(&R->wake_writer);
+}
+
+uint8_t *reserve(size_t n)
+{
+	struct recorder *R = &hs_rec;
+	if (R->len + n <= R->cap)
+		return R->buf[R->active] + R->len;
+	if (n + 64 > R->cap) {
+		hs_fail("record larger than the buffer", 0);
+		return NULL;
+	}
+	while (R->pending && R->on)
+		pthread_cond_wait(&R->space, &R->lock);
+	if (!R->on)
+		return NULL;
+	swap_buffers();
+	return R->buf[R->active] + R->len;
+}
+
+void commit(uint8_t *end)
+{
+	hs_rec.len = (size_t)(end - hs_rec.buf[hs_rec.active]);
+}
+
+int flush_sync(const uint8_t *extra, size_t n)
+{
+	struct recorder *R = &hs_rec;
+	if (R->pending && !R->writer_running) {
+		if (write_chunk(R->buf[!R->active], R->pending_len))
+			return -1;
+		R->pending = 0;
+	}
+	while (R->pending && !R->failed)
+		pthread_cond_wait(&R->space, &R->lock);
+	if (R->failed)
+		return -1;
+	if (extra && n) {
+		if (R->len + n > R->cap) {
+			if (write_chunk(R->buf[R->active], R->len))
+				return -1;
+			R->len = 0;
+		}
+		memcpy(R->buf[R->active] + R->len, extra, n);
+		R->len += n;
+	}
+	if (write_chunk(R->buf[R->active], R->len))
+		return -1;
+	R->len = 0;
+	enc_reset(&R->enc);
+	R->last_flush_ns = now_ns();
+	return 0;
+}
+
+void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi)
+{
+	char buf[128];
+	*rss = 0;
+	ssize_t n = hs_rec.statm_fd >= 0
+			    ? pread(hs_rec.statm_fd, buf, sizeof(buf) - 1, 0)
+			    : -1;
+	if (n > 0) {
+		unsigned long size = 0, resident = 0;
+		buf[n] = 0;
+		if (sscanf(buf, "%lu %lu", &size, &resident) == 2)
+			*rss = (uint64_t)resident * (uint64_t)getpagesize();
+	}
+	*has_mi = hs_rec.has_mallinfo;
+	if (*has_mi)
+		*mi = mallinfo2();
+	else
+		memset(mi, 0, sizeof(*mi));
+}
+
+void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
+			  int has_mi)
+{
+	uint8_t *p = reserve(1 + 10 * HS_VARINT_MAX);
+	if (!p)
+		return;
+	*p++ = HS_REC_SAMPLE;
+	p = enc_time(&hs_rec.enc, p, t);
+	p = varint_put(p, rss);
+	p = varint_put(p, (uint64_t)has_mi);
+	if (has_mi) {
+		p = varint_put(p, mi->arena);
+		p = varint_put(p, mi->ordblks);
+		p = varint_put(p, mi->hblks);
+		p = varint_put(p, mi->hblkhd);
+		p = varint_put(p, mi->uordblks);
+		p = varint_put(p, mi->fordblks);
+		p = varint_put(p, mi->keepcost);
+	}
+	commit(p);
+	hs_rec.counts[HS_COUNT_SAMPLES]++;
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	struct recorder *R = &hs_rec;
+	hs_thread.busy = 1; /* nothing this thread does is the program's */
+	uint64_t next_tick = now_ns() + TICK_NS;
+	uint64_t interval = (uint64_t)R->interval_ms * 1000000ull;
+	uint64_t next_sample = interval ? now_ns() + interval : UINT64_MAX;
+
+	pthread_mutex_lock(&R->lock);
+	while (R->on && !(R->stop && !R->pending)) {
+		if (!R->pending && !R->stop) {
+			uint64_t wake = next_tick < next_sample ? next_tick
+								: next_sample;
+			uint64_t abs = wake + R->start_ns;
+			struct timespec ts = { (time_t)(abs / 1000000000ull),
+					       (long)(abs % 1000000000ull) };
+			pthread_cond_timedwait(&R->wake_writer, &R->lock, &ts);
+			if (!R->on)
+				break;
+		}
+		uint64_t t = now_ns();
+		if (t >= next_tick) {
+			next_tick = t + TICK_NS;
+			if (R->events_since_tick) {
+				uint8_t *p = reserve(1 + HS_VARINT_MAX);
+				if (p)
+					commit(enc_timerec(&R->enc, p, t));
+				R->events_since_tick = 0;
+			}
+		}
+		if (t >= next_sample) {
+			next_sample = t + interval;
+			uint64_t rss;
+			struct mallinfo2 mi;
+			int has_mi;
+			pthread_mutex_unlock(&R->lock);
+			take_sample(&rss, &mi, &has_mi);
+			pthread_mutex_lock(&R->lock);
+			if (R->on)
+				sample_append(now_ns(), rss, &mi, has_mi);
+		}
+		if (modules_generation() != R->mod_generation) {
+			pthread_mutex_unlock(&R->lock);
+			rec_modules_changed();
+			pthread_mutex_lock(&R->lock);
+		}
+		if (!R->pending && R->len && t - R->last_flush_ns >= FLUSH_NS &&
+		    R->on)
+			swap_buffers();
+		if (R->pending) {
+			const uint8_t *src = R->buf[!R->active];
+			size_t n = R->pending_len;
+			pthread_mutex_unlock(&R->lock);
+			int rc = write_chunk(src, n);
+			pthread_mutex_lock(&R->lock);
+			R->pending = 0;
+			R->last_flush_ns = now_ns();
+			pthread_cond_broadcast(&R->space);
+			if (rc)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&R->lock);
+	return NULL;
+}
+
+int writer_start(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	/* the writer takes none of the program's signals */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&hs_rec.writer, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		hs_fail("cannot start the writer thread", rc);
+		return -1;
+	}
+	hs_rec.writer_running = 1;
+	return 0;
+}
+
+void writer_stop(void)
+{
+	if (!hs_rec.writer_running)
+		return;
+	pthread_mutex_lock(&hs_rec.lock);
+	hs_rec.stop = 1;
+	pthread_cond_broadcast(&hs_rec.wake_writer);
+	pthread_mutex_unlock(&hs_rec.lock);
+	pthread_join(hs_rec.writer, NULL);
+	hs_rec.writer_running = 0;
+}
