@@ -103,7 +103,8 @@ static void count(struct stats *s, const struct hs_record *r)
 	default:
 		break;
 	}
-	s->last_time = r->time_ns;
+	if (r->time_ns > s->last_time)
+		s->last_time = r->time_ns;
 }
 
 static const char *end_reasons[] = { "exit", "exec", "_exit", "error" };

@@ -20,7 +20,8 @@ struct hs_reader {
 	uint64_t offset, chunks;
 	/* delta state, reset at every chunk */
 	uint64_t prev_ptr;
-	uint64_t time_ns;
+	uint64_t chunk_time; /* time deltas restart in every chunk */
+	uint64_t time_ns;    /* kept across chunks until a time field */
 	uint64_t tid;
 };
 
@@ -266,6 +267,7 @@ static int load_chunk(struct hs_reader *r)
 	r->p = r->ubuf;
 	r->end = r->ubuf + usize;
 	r->prev_ptr = 0;
+	r->chunk_time = 0;
 	r->tid = 0;
 	return 1;
 }
@@ -288,7 +290,8 @@ static int load_chunk(struct hs_reader *r)
 	do {                                                                 \
 		uint64_t z_;                                                 \
 		GET(z_);                                                     \
-		r->time_ns += (uint64_t)zigzag_decode(z_);                   \
+		r->chunk_time += (uint64_t)zigzag_decode(z_);                \
+		r->time_ns = r->chunk_time;                                  \
 		rec->time_ns = r->time_ns;                                   \
 	} while (0)
 
@@ -309,8 +312,6 @@ int reader_next(struct hs_reader *r, struct hs_record *rec)
 		int rc = load_chunk(r);
 		if (rc <= 0)
 			return rc;
-		/* time deltas restart in every chunk too */
-		r->time_ns = 0;
 	}
 	const uint8_t *p = r->p, *end = r->end;
 	unsigned tag = *p++;

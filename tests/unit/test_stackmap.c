@@ -1,0 +1,56 @@
+/* Unit test of the recorder's stack table: ids are dense and stable, a
+ * (parent, ip) pair is interned once, growth keeps every node. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "record/stackmap.h"
+
+static int failures;
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: check failed: %s\n",         \
+				__FILE__, __LINE__, #cond);                  \
+			failures++;                                          \
+		}                                                            \
+	} while (0)
+
+int main(void)
+{
+	struct stackmap *m = stackmap_create();
+	CHECK(m != NULL);
+	if (!m)
+		return 1;
+	int is_new;
+	/* a chain of 200,000 nodes forces several rehashes */
+	enum { N = 200000 };
+	uint32_t parent = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t id = stackmap_intern(m, parent, 0x400000 + i * 16,
+					      &is_new);
+		CHECK(is_new && id == i + 1);
+		parent = id;
+	}
+	CHECK(stackmap_count(m) == N);
+	parent = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t id = stackmap_intern(m, parent, 0x400000 + i * 16,
+					      &is_new);
+		CHECK(!is_new && id == i + 1);
+		parent = id;
+	}
+	/* same ip under another parent is another node */
+	uint32_t other = stackmap_intern(m, 5, 0x400000, &is_new);
+	CHECK(is_new && other == N + 1);
+	CHECK(stackmap_reset(m) == 0);
+	CHECK(stackmap_count(m) == 0);
+	CHECK(stackmap_intern(m, 0, 0x400000, &is_new) == 1 && is_new);
+	stackmap_destroy(m);
+	stackmap_destroy(NULL);
+	if (failures) {
+		fprintf(stderr, "%d checks failed\n", failures);
+		return 1;
+	}
+	printf("stackmap: all checks passed\n");
+	return 0;
+}
