@@ -437,6 +437,7 @@ static int write_header(unsigned options)
 		}
 	}
 	size_t len = hdr_finish(&h, out, sizeof(out));
+	R->file_off = len;
 	if (!len || write_all(R->fd, out, len)) {
 		hs_fail_path("write", len ? errno : 0);
 		return -1;

@@ -57,6 +57,7 @@ struct recorder {
 	uint64_t mod_generation;
 	/* output */
 	int fd;
+	uint64_t file_off; /* end of the last complete chunk */
 	char path[4096];
 	ZSTD_CCtx *cctx;
 	uint8_t *cout;

@@ -77,9 +77,14 @@ static int write_chunk(const uint8_t *src, size_t n)
 		return -1;
 	}
 	if (write_all(hs_rec.fd, hs_rec.cout, c)) {
-		hs_fail_path("write", errno);
+		int err = errno;
+		/* a full disk: cut the partial chunk so the trace stays whole
+		 * up to its last complete chunk */
+		(void)!ftruncate(hs_rec.fd, (off_t)hs_rec.file_off);
+		hs_fail_path("write", err);
 		return -1;
 	}
+	hs_rec.file_off += c;
 	return 0;
 }
 
