@@ -27,11 +27,10 @@
 
 __thread struct tstate hs_thread HS_TLS;
 struct recorder hs_rec = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.statm_fd = -1,
 };
-static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
+static hs_lock mod_lock;
 
 static long env_long(const char *name, long def, long lo, long hi)
 {
@@ -145,7 +144,7 @@ static void stack_event(unsigned tag, unsigned fn, const void *ptr,
 	uintptr_t ips[HS_DEPTH_MAX];
 	int n = unwind_capture(ips, R->depth);
 	int fresh = 0;
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(event_bound(n)) : NULL;
 	if (p) {
 		p = thread_prefix(t, p);
@@ -160,7 +159,7 @@ static void stack_event(unsigned tag, unsigned fn, const void *ptr,
 		}
 		commit(p);
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 	after_fresh_nodes(fresh);
 }
 
@@ -177,33 +176,33 @@ void rec_fail(unsigned fn, size_t size)
 void rec_free(unsigned fn, const void *ptr)
 {
 	struct recorder *R = &hs_rec;
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(PREFIX_MAX + HS_EVENT_MAX) : NULL;
 	if (p) {
 		p = thread_prefix(&hs_thread, p);
 		commit(enc_free(&R->enc, p, fn, (uintptr_t)ptr));
 		count_event(HS_COUNT_FREES);
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 }
 
 void rec_munmap(const void *ptr, size_t len)
 {
 	struct recorder *R = &hs_rec;
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(PREFIX_MAX + HS_EVENT_MAX) : NULL;
 	if (p) {
 		p = thread_prefix(&hs_thread, p);
 		commit(enc_munmap(&R->enc, p, (uintptr_t)ptr, len));
 		count_event(HS_COUNT_MUNMAPS);
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 }
 
 void rec_realloc_begin(int *depth, uintptr_t *ips)
 {
 	*depth = unwind_capture(ips, hs_rec.depth);
-	pthread_mutex_lock(&hs_rec.lock);
+	lock_take(&hs_rec.lock);
 }
 
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
@@ -238,7 +237,7 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 		}
 		commit(p);
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 	after_fresh_nodes(fresh);
 }
 
@@ -250,7 +249,7 @@ void rec_mark(unsigned kind, const char *label)
 	int has_mi;
 	size_t len = label ? strnlen(label, LABEL_MAX) : 0;
 	take_sample(&rss, &mi, &has_mi);
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(PREFIX_MAX + 3 * HS_VARINT_MAX + 1 +
 				     len)
 			   : NULL;
@@ -263,14 +262,14 @@ void rec_mark(unsigned kind, const char *label)
 		R->counts[HS_COUNT_MARKS]++;
 		sample_append(now_ns(), rss, &mi, has_mi);
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 }
 
 void rec_thread_name(const char *name)
 {
 	struct recorder *R = &hs_rec;
 	size_t len = strnlen(name, 64);
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(PREFIX_MAX + 2 * HS_VARINT_MAX + 1 + len)
 			   : NULL;
 	if (p) {
@@ -279,16 +278,16 @@ void rec_thread_name(const char *name)
 		p = varint_put(p, (uint64_t)thread_id(&hs_thread));
 		commit(enc_str(p, name, len));
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 }
 
 void rec_modules_changed(void)
 {
 	struct recorder *R = &hs_rec;
-	pthread_mutex_lock(&mod_lock);
+	lock_take(&mod_lock);
 	uint64_t gen = modules_generation();
 	modlist_collect(&R->scratch);
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	R->mod_generation = gen;
 	for (uint32_t i = 0; i < R->scratch.count && R->on; i++) {
 		const struct module *m = &R->scratch.mods[i];
@@ -309,8 +308,8 @@ void rec_modules_changed(void)
 	struct modlist tmp = R->known;
 	R->known = R->scratch;
 	R->scratch = tmp;
-	pthread_mutex_unlock(&R->lock);
-	pthread_mutex_unlock(&mod_lock);
+	lock_give(&R->lock);
+	lock_give(&mod_lock);
 }
 
 /* ---- output file ---- */
@@ -534,12 +533,6 @@ void recorder_init(int argc, char **argv)
 	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_compressionLevel, 3);
 	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_checksumFlag, 1);
 	R->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&R->wake_writer, &ca);
-	pthread_cond_init(&R->space, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_atfork(recorder_fork_prepare, recorder_fork_parent,
 		       recorder_fork_child);
 	if (!R->follow)
@@ -578,14 +571,14 @@ static void finish(unsigned reason, const char *exec_path)
 		writer_stop();
 	uint8_t end[4096 + (HS_COUNT_MAX + 4) * HS_VARINT_MAX];
 	size_t n;
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	if (R->on) {
 		encode_end(end, &n, reason, exec_path);
 		flush_sync(end, n);
 		if (reason != HS_END_EXEC)
 			R->on = 0;
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 	t->busy = was;
 }
 
@@ -602,14 +595,14 @@ void recorder_before_exec(const char *path)
 void recorder_fork_prepare(void)
 {
 	hs_thread.busy++;
-	pthread_mutex_lock(&mod_lock);
-	pthread_mutex_lock(&hs_rec.lock);
+	lock_take(&mod_lock);
+	lock_take(&hs_rec.lock);
 }
 
 void recorder_fork_parent(void)
 {
-	pthread_mutex_unlock(&hs_rec.lock);
-	pthread_mutex_unlock(&mod_lock);
+	lock_give(&hs_rec.lock);
+	lock_give(&mod_lock);
 	hs_thread.busy--;
 }
 
@@ -617,14 +610,8 @@ void recorder_fork_child(void)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
-	pthread_mutex_init(&R->lock, NULL);
-	pthread_mutex_init(&mod_lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&R->wake_writer, &ca);
-	pthread_cond_init(&R->space, &ca);
-	pthread_condattr_destroy(&ca);
+	R->lock.v = 0; /* other threads are gone: nobody holds them */
+	mod_lock.v = 0;
 	t->tid = 0;
 	R->pid = getpid();
 	R->writer_running = 0;

@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "../format/encoder.h"
+#include "lock.h"
 #include "modules.h"
 #include "stackmap.h"
 #include "unwind.h"
@@ -36,9 +37,9 @@ extern __thread struct tstate hs_thread HS_TLS;
 
 /* Global state, guarded by lock unless noted. */
 struct recorder {
-	pthread_mutex_t lock;
-	pthread_cond_t wake_writer; /* a full buffer is pending, or stop */
-	pthread_cond_t space;       /* the pending buffer was written */
+	hs_lock lock;
+	hs_event wake_writer; /* a full buffer is pending, or stop */
+	hs_event space;       /* the pending buffer was written */
 	volatile int on;            /* read without the lock by the hooks */
 	int failed;
 	int stop;

@@ -35,8 +35,8 @@ void hs_fail(const char *what, int err)
 	if (n > 0)
 		(void)!write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n
 							    : sizeof(msg) - 1);
-	pthread_cond_broadcast(&hs_rec.space);
-	pthread_cond_broadcast(&hs_rec.wake_writer);
+	event_signal(&hs_rec.space, 1);
+	event_signal(&hs_rec.wake_writer, 1);
 }
 
 void hs_fail_path(const char *verb, int err)
@@ -100,7 +100,7 @@ static void swap_buffers(void)
 	/* every chunk starts with the time, so it decodes on its own */
 	uint8_t *p = enc_timerec(&R->enc, R->buf[R->active], now_ns());
 	R->len = (size_t)(p - R->buf[R->active]);
-	pthread_cond_signal(&R->wake_writer);
+	event_signal(&R->wake_writer, 0);
 }
 
 uint8_t *reserve(size_t n)
@@ -113,7 +113,7 @@ uint8_t *reserve(size_t n)
 		return NULL;
 	}
 	while (R->pending && R->on)
-		pthread_cond_wait(&R->space, &R->lock);
+		event_wait(&R->space, &R->lock, 0);
 	if (!R->on)
 		return NULL;
 	swap_buffers();
@@ -134,7 +134,7 @@ int flush_sync(const uint8_t *extra, size_t n)
 		R->pending = 0;
 	}
 	while (R->pending && !R->failed)
-		pthread_cond_wait(&R->space, &R->lock);
+		event_wait(&R->space, &R->lock, 0);
 	if (R->failed)
 		return -1;
 	if (extra && n) {
@@ -206,15 +206,14 @@ static void *writer_main(void *arg)
 	uint64_t interval = (uint64_t)R->interval_ms * 1000000ull;
 	uint64_t next_sample = interval ? now_ns() + interval : UINT64_MAX;
 
-	pthread_mutex_lock(&R->lock);
+	lock_take(&R->lock);
 	while (R->on && !(R->stop && !R->pending)) {
 		if (!R->pending && !R->stop) {
 			uint64_t wake = next_tick < next_sample ? next_tick
 								: next_sample;
-			uint64_t abs = wake + R->start_ns;
-			struct timespec ts = { (time_t)(abs / 1000000000ull),
-					       (long)(abs % 1000000000ull) };
-			pthread_cond_timedwait(&R->wake_writer, &R->lock, &ts);
+			uint64_t now = now_ns();
+			event_wait(&R->wake_writer, &R->lock,
+				   wake > now ? wake - now : 1);
 			if (!R->on)
 				break;
 		}
@@ -233,16 +232,16 @@ static void *writer_main(void *arg)
 			uint64_t rss;
 			struct mallinfo2 mi;
 			int has_mi;
-			pthread_mutex_unlock(&R->lock);
+			lock_give(&R->lock);
 			take_sample(&rss, &mi, &has_mi);
-			pthread_mutex_lock(&R->lock);
+			lock_take(&R->lock);
 			if (R->on)
 				sample_append(now_ns(), rss, &mi, has_mi);
 		}
 		if (modules_generation() != R->mod_generation) {
-			pthread_mutex_unlock(&R->lock);
+			lock_give(&R->lock);
 			rec_modules_changed();
-			pthread_mutex_lock(&R->lock);
+			lock_take(&R->lock);
 		}
 		if (!R->pending && R->len && t - R->last_flush_ns >= FLUSH_NS &&
 		    R->on)
@@ -250,17 +249,17 @@ static void *writer_main(void *arg)
 		if (R->pending) {
 			const uint8_t *src = R->buf[!R->active];
 			size_t n = R->pending_len;
-			pthread_mutex_unlock(&R->lock);
+			lock_give(&R->lock);
 			int rc = write_chunk(src, n);
-			pthread_mutex_lock(&R->lock);
+			lock_take(&R->lock);
 			R->pending = 0;
 			R->last_flush_ns = now_ns();
-			pthread_cond_broadcast(&R->space);
+			event_signal(&R->space, 1);
 			if (rc)
 				break;
 		}
 	}
-	pthread_mutex_unlock(&R->lock);
+	lock_give(&R->lock);
 	return NULL;
 }
 
@@ -284,10 +283,10 @@ void writer_stop(void)
 {
 	if (!hs_rec.writer_running)
 		return;
-	pthread_mutex_lock(&hs_rec.lock);
+	lock_take(&hs_rec.lock);
 	hs_rec.stop = 1;
-	pthread_cond_broadcast(&hs_rec.wake_writer);
-	pthread_mutex_unlock(&hs_rec.lock);
+	event_signal(&hs_rec.wake_writer, 1);
+	lock_give(&hs_rec.lock);
 	pthread_join(hs_rec.writer, NULL);
 	hs_rec.writer_running = 0;
 }

@@ -30,7 +30,7 @@ static void test_varint(void)
 		uint8_t buf[HS_VARINT_MAX];
 		uint8_t *end = varint_put(buf, values[i]);
 		const uint8_t *p = buf;
-		uint64_t v;
+		uint64_t v = 0;
 		CHECK(varint_get(&p, end, &v) == 0);
 		CHECK(v == values[i]);
 		CHECK(p == end);
@@ -50,7 +50,7 @@ static void test_varint(void)
 	uint8_t bad[11];
 	memset(bad, 0xff, sizeof(bad));
 	const uint8_t *p = bad;
-	uint64_t v;
+	uint64_t v = 0;
 	CHECK(varint_get(&p, bad + sizeof(bad), &v) == -1);
 }
 

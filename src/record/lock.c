@@ -1,0 +1,47 @@
+#include "lock.h"
+
+#include <linux/futex.h>
+#include <limits.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static long futex(void *addr, int op, int val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+void lock_slow(hs_lock *l)
+{
+	for (int spin = 0; spin < 100; spin++) {
+		int c = 0;
+		if (__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&l->v, &c, 1, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+		__builtin_ia32_pause();
+	}
+	while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0)
+		futex(&l->v, FUTEX_WAIT_PRIVATE, 2, NULL);
+}
+
+void lock_wake(hs_lock *l)
+{
+	futex(&l->v, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+void event_wait(hs_event *e, hs_lock *l, uint64_t timeout_ns)
+{
+	uint32_t seq = __atomic_load_n(&e->v, __ATOMIC_RELAXED);
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
+			       (long)(timeout_ns % 1000000000ull) };
+	lock_give(l);
+	futex(&e->v, FUTEX_WAIT_PRIVATE, (int)seq, timeout_ns ? &ts : NULL);
+	lock_take(l);
+}
+
+void event_signal(hs_event *e, int all)
+{
+	__atomic_fetch_add(&e->v, 1, __ATOMIC_RELEASE);
+	futex(&e->v, FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, NULL);
+}
