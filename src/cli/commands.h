@@ -3,6 +3,7 @@
 #define HS_COMMANDS_H
 
 int cmd_record(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 
 #endif

@@ -17,6 +17,8 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", cmd_record, "run a program and record its heap events" },
+	{ "analyze", cmd_analyze,
+	  "growth per batch, verdict and growing stacks of a trace" },
 	{ "dump", cmd_dump, "print a trace's records, or its counts" },
 };
 

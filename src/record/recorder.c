@@ -24,6 +24,7 @@
 #define BUF_SIZE (4u << 20)
 #define STACK_REC_MAX (1 + 3 * HS_VARINT_MAX)
 #define LABEL_MAX 1024
+#define ZSTD_LEVEL 3
 
 __thread struct tstate hs_thread HS_TLS;
 struct recorder hs_rec = {
@@ -517,20 +518,23 @@ void recorder_init(int argc, char **argv)
 		hs_fail("unknown HEAPSLOPE_UNWIND method", 0);
 		goto out;
 	}
-	ZSTD_customMem mem = { rmem_alloc, rmem_free, NULL };
+	/* a static context: its whole workspace is resident from the start,
+	 * so the first compression does not show up as program growth */
+	size_t ws_size = ZSTD_estimateCCtxSize(ZSTD_LEVEL);
+	void *ws = rmem_map_resident(ws_size);
 	R->cap = BUF_SIZE;
-	R->buf[0] = rmem_map(BUF_SIZE);
-	R->buf[1] = rmem_map(BUF_SIZE);
+	R->buf[0] = rmem_map_resident(BUF_SIZE);
+	R->buf[1] = rmem_map_resident(BUF_SIZE);
 	R->cout_cap = chunk_bound(BUF_SIZE + 4096);
-	R->cout = rmem_map(R->cout_cap);
-	R->cctx = ZSTD_createCCtx_advanced(mem);
+	R->cout = rmem_map_resident(R->cout_cap);
+	R->cctx = ws ? ZSTD_initStaticCCtx(ws, ws_size) : NULL;
 	R->stacks = stackmap_create();
 	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->cctx || !R->stacks ||
 	    modlist_init(&R->known) || modlist_init(&R->scratch)) {
 		hs_fail("cannot allocate recorder buffers", ENOMEM);
 		goto out;
 	}
-	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_compressionLevel, 3);
+	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_checksumFlag, 1);
 	R->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	pthread_atfork(recorder_fork_prepare, recorder_fork_parent,

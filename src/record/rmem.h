@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 void *rmem_map(size_t size);           /* zeroed; NULL on failure */
+/* The same, resident from the start: the recorder's fixed buffers must not
+ * show up as RSS growth of the program while they fill. */
+void *rmem_map_resident(size_t size);
 void rmem_unmap(void *p, size_t size); /* accepts NULL */
-/* malloc-like, for libraries we hand a custom allocator (zstd) */
-void *rmem_alloc(void *opaque, size_t size);
-void rmem_free(void *opaque, void *p);
 
 #endif

@@ -1,0 +1,420 @@
+#include "analysis.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "format/error.h"
+#include "format/reader.h"
+#include "symbols.h"
+
+/* Time windows beyond this many are a unit mistake (or a corrupt clock). */
+#define WINDOWS_MAX (10u * 1000 * 1000)
+#define AUTO_WINDOWS 20
+#define STACK_DEPTH_MAX 256
+
+enum fit_of { FIT_LIVE, FIT_RSS, FIT_HEAP };
+
+/* One streaming pass: the state it builds. */
+struct pass {
+	struct stacks *stacks;
+	struct replay *replay;
+	struct symbols *symbols;
+};
+
+static void pass_finish(struct pass *p)
+{
+	replay_destroy(p->replay);
+	stacks_destroy(p->stacks);
+	symbols_destroy(p->symbols);
+	memset(p, 0, sizeof(*p));
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* After a read error at `offset`: 1 if the file simply ends inside the
+ * frame there (a killed writer), 0 if it is corrupt. */
+static int ends_in_partial_frame(const char *path, uint64_t offset)
+{
+	struct stat st;
+	uint8_t h[12];
+	int partial = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	if (fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size > offset) {
+		uint64_t rest = (uint64_t)st.st_size - offset;
+		if (rest < sizeof(h))
+			partial = 1;
+		else if (fseeko(f, (off_t)offset, SEEK_SET) == 0 &&
+			 fread(h, 1, sizeof(h), f) == sizeof(h) &&
+			 memcmp(h, HS_CHUNK_MAGIC, 4) == 0)
+			partial = sizeof(h) + (uint64_t)le32(h + 4) > rest;
+	}
+	fclose(f);
+	return partial;
+}
+
+static int copy_header(struct analysis *a, const struct hs_header *h)
+{
+	a->format_version = h->version;
+	a->pid = h->pid;
+	a->argv = calloc((size_t)h->argc + 1, sizeof(*a->argv));
+	if (!a->argv)
+		return hs_error("out of memory");
+	for (int i = 0; i < h->argc; i++) {
+		a->argv[i] = strdup(h->argv[i]);
+		if (!a->argv[i])
+			return hs_error("out of memory");
+		a->argc = i + 1;
+	}
+	if (h->exe && !(a->exe = strdup(h->exe)))
+		return hs_error("out of memory");
+	return 0;
+}
+
+static void reset_counts(struct analysis *a)
+{
+	a->complete = a->truncated = a->has_end = a->has_exit = 0;
+	a->events = a->duration_ns = a->batch_marks = a->label_marks = 0;
+	a->samples = 0;
+	series_finish(&a->series);
+	series_init(&a->series);
+}
+
+/* Streams the trace once with batches from `src`. */
+static int stream(struct analysis *a, const struct analysis_opts *o,
+		  enum batch_source src, uint64_t window, struct pass *p)
+{
+	struct hs_record rec;
+	int rc, ret = -1;
+	uint64_t now = 0, boundary = window, windows = 0;
+	reset_counts(a);
+	struct hs_reader *rd = reader_open(a->path);
+	if (!rd)
+		return -1;
+	p->stacks = stacks_create(o->warmup > 0 ? (uint32_t)o->warmup : 0,
+				  o->group_by_site);
+	p->replay = p->stacks ? replay_create(p->stacks, &a->series) : NULL;
+	p->symbols = symbols_create(o->debuginfo_path);
+	if (!p->replay || !p->symbols)
+		goto out;
+	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
+	if (!a->argv && copy_header(a, reader_header(rd)))
+		goto out;
+	while ((rc = reader_next(rd, &rec)) > 0) {
+		/* times restart at 0 in a frame until its first time record */
+		if (rec.time_ns > now)
+			now = rec.time_ns;
+		while (src == BATCHES_TIME && now >= boundary) {
+			if (++windows > WINDOWS_MAX) {
+				hs_error("more than %u time windows: use a "
+					 "longer --batches time:DURATION",
+					 WINDOWS_MAX);
+				goto out;
+			}
+			if (replay_batch_end(p->replay, boundary, 0))
+				goto out;
+			boundary += window;
+		}
+		if (rec.kind >= HS_REC_ALLOC) {
+			a->events++;
+			a->complete = 0;
+			if (replay_event(p->replay, &rec))
+				goto out;
+			continue;
+		}
+		switch (rec.kind) {
+		case HS_REC_STACK:
+			if (stacks_node(p->stacks, rec.id, rec.parent, rec.ip)) {
+				hs_error("%s: %s", a->path, hs_last_error());
+				goto out;
+			}
+			break;
+		case HS_REC_MODULE:
+			if (symbols_module(p->symbols, &rec))
+				goto out;
+			break;
+		case HS_REC_MARK:
+			if (rec.mark_kind != HS_MARK_BATCH) {
+				a->label_marks++;
+				break;
+			}
+			a->batch_marks++;
+			if (src == BATCHES_MARKER &&
+			    replay_batch_end(p->replay, now, 1))
+				goto out;
+			break;
+		case HS_REC_SAMPLE:
+			a->samples++;
+			series_sample(&a->series, &rec);
+			break;
+		case HS_REC_END:
+			a->has_end = a->complete = 1;
+			a->end_reason = rec.end_reason;
+			break;
+		case HS_REC_EXIT:
+			a->has_exit = 1;
+			a->wait_status = rec.wait_status;
+			break;
+		default:
+			break;
+		}
+	}
+	a->duration_ns = now;
+	if (rc < 0) {
+		if (!ends_in_partial_frame(a->path, reader_offset(rd)))
+			goto out;
+		a->truncated = 1;
+		a->complete = 0;
+	}
+	ret = 0;
+out:
+	reader_destroy(rd);
+	return ret;
+}
+
+/* A round window giving about AUTO_WINDOWS batches: 1, 2 or 5 x 10^k ns. */
+static uint64_t auto_window(uint64_t duration_ns)
+{
+	uint64_t want = duration_ns / AUTO_WINDOWS, w = 1000000;
+	while (w < want) {
+		if (w * 2 >= want)
+			return w * 2;
+		if (w * 5 >= want)
+			return w * 5;
+		w *= 10;
+	}
+	return w;
+}
+
+/* Least squares over the batches [from, n) that have the value. */
+static int value(const struct batch *b, enum fit_of what, double *v)
+{
+	switch (what) {
+	case FIT_LIVE:
+		*v = (double)b->live_bytes;
+		return 1;
+	case FIT_RSS:
+		*v = (double)b->rss_bytes;
+		return b->has_rss;
+	default:
+		*v = (double)b->heap_bytes;
+		return b->has_heap_free;
+	}
+}
+
+static void fit_batches(const struct series *s, size_t from,
+			enum fit_of what, struct regress *out, double *mean,
+			int *has)
+{
+	size_t m = 0, missing = 0;
+	long double my = 0, mx = 0;
+	double v;
+	for (size_t i = from; i < s->n; i++) {
+		if (!value(&s->v[i], what, &v)) {
+			missing++;
+			continue;
+		}
+		my += v;
+		mx += i;
+		m++;
+	}
+	memset(out, 0, sizeof(*out));
+	*mean = 0;
+	/* RSS or allocator figures for only some batches: not comparable */
+	*has = m >= 2 && (what == FIT_RSS || !missing);
+	if (!m)
+		return;
+	my /= m;
+	mx /= m;
+	struct regress_sums sums = { .n = m };
+	for (size_t i = from; i < s->n; i++) {
+		if (!value(&s->v[i], what, &v))
+			continue;
+		long double x = i - mx, y = v - my;
+		sums.sx += x;
+		sums.sxx += x * x;
+		sums.sy += y;
+		sums.sxy += x * y;
+		sums.syy += y * y;
+	}
+	regress_from_sums(&sums, out);
+	out->intercept += (double)(my - out->slope * mx);
+	*mean = (double)my;
+}
+
+static int add_frames(struct symbols *sym, const struct stacks *st,
+		      struct stack_growth *g, int site_only)
+{
+	uint64_t ips[STACK_DEPTH_MAX];
+	size_t n = stacks_ips(st, g->id, ips, STACK_DEPTH_MAX), cap = 0;
+	if (site_only) { /* a site shows its own frame */
+		ips[0] = g->site_ip;
+		n = g->site_ip != 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (symbols_resolve(sym, ips[i], &g->frames, &g->nframes, &cap))
+			return -1;
+	return 0;
+}
+
+static int rank(struct analysis *a, const struct analysis_opts *o,
+		struct pass *p)
+{
+	uint32_t batches = (uint32_t)a->series.n;
+	a->by_site = o->group_by_site;
+	if (stacks_rank(p->stacks, (uint32_t)a->warmup, batches, 0,
+			&a->stacks, &a->nstacks))
+		return -1;
+	struct verdict_input vin = {
+		.points = batches > a->warmup ? batches - a->warmup : 0,
+		.live_slope = a->live_fit.slope,
+		.live_r2 = a->live_fit.r2,
+		.has_rss = a->has_rss_fit,
+		.rss_slope = a->rss_fit.slope,
+		.rss_r2 = a->rss_fit.r2,
+		.stacks = a->stacks,
+		.nstacks = a->nstacks,
+		.complete = a->complete,
+	};
+	int has;
+	struct regress tmp;
+	fit_batches(&a->series, a->warmup, FIT_LIVE, &tmp, &vin.live_mean,
+		    &has);
+	fit_batches(&a->series, a->warmup, FIT_RSS, &tmp, &vin.rss_mean, &has);
+	fit_batches(&a->series, a->warmup, FIT_HEAP, &tmp, &vin.heap_mean,
+		    &has);
+	vin.has_heap = a->has_heap_fit;
+	vin.heap_slope = a->heap_fit.slope;
+	vin.heap_r2 = a->heap_fit.r2;
+	verdict_decide(&vin, &a->verdict);
+	if (o->group_by_site) {
+		stacks_growth_free(a->stacks, a->nstacks);
+		a->stacks = NULL;
+		if (stacks_rank(p->stacks, (uint32_t)a->warmup, batches, 1,
+				&a->stacks, &a->nstacks))
+			return -1;
+	}
+	a->shown = a->nstacks < o->top ? a->nstacks : o->top;
+	for (size_t i = 0; i < a->shown; i++) {
+		struct stack_growth *g = &a->stacks[i];
+		if (add_frames(p->symbols, p->stacks, g, o->group_by_site))
+			return -1;
+		for (size_t j = 0; j < g->npaths && j < o->top; j++)
+			if (add_frames(p->symbols, p->stacks, &g->paths[j], 0))
+				return -1;
+	}
+	return 0;
+}
+
+struct analysis *analysis_run(const char *path,
+			      const struct analysis_opts *o)
+{
+	struct pass p = { 0 };
+	struct analysis *a = calloc(1, sizeof(*a));
+	if (!a || !(a->path = strdup(path))) {
+		hs_error("out of memory");
+		goto fail;
+	}
+	series_init(&a->series);
+	enum batch_source src =
+		o->batches == BATCHES_TIME ? BATCHES_TIME : BATCHES_MARKER;
+	a->source = src;
+	a->window_ns = o->window_ns;
+	if (stream(a, o, src, o->window_ns, &p))
+		goto fail;
+	if (o->batches == BATCHES_AUTO && a->batch_marks == 0 &&
+	    a->duration_ns > 0) {
+		/* no marks: a second pass with time windows */
+		pass_finish(&p);
+		a->source = BATCHES_AUTO;
+		a->window_ns = auto_window(a->duration_ns);
+		if (stream(a, o, BATCHES_TIME, a->window_ns, &p))
+			goto fail;
+	}
+	a->totals = p.replay->t;
+	a->bad_stack_refs = stacks_bad_refs(p.stacks);
+	a->distinct_stacks = stacks_count(p.stacks);
+	size_t batches = a->series.n;
+	stacks_finish(p.stacks, (uint32_t)batches);
+	a->warmup_auto = o->warmup < 0;
+	a->warmup = o->warmup < 0 ? regress_auto_warmup(batches)
+				  : (size_t)o->warmup;
+	double mean;
+	int has;
+	fit_batches(&a->series, a->warmup, FIT_LIVE, &a->live_fit, &mean,
+		    &has);
+	fit_batches(&a->series, a->warmup, FIT_RSS, &a->rss_fit, &mean,
+		    &a->has_rss_fit);
+	fit_batches(&a->series, a->warmup, FIT_HEAP, &a->heap_fit, &mean,
+		    &a->has_heap_fit);
+	if (rank(a, o, &p))
+		goto fail;
+	replay_destroy(p.replay);
+	stacks_destroy(p.stacks);
+	a->symbols = p.symbols;
+	return a;
+fail:
+	pass_finish(&p);
+	analysis_destroy(a);
+	return NULL;
+}
+
+void analysis_destroy(struct analysis *a)
+{
+	if (!a)
+		return;
+	stacks_growth_free(a->stacks, a->nstacks);
+	symbols_destroy(a->symbols);
+	series_finish(&a->series);
+	for (int i = 0; i < a->argc; i++)
+		free(a->argv[i]);
+	free(a->argv);
+	free(a->exe);
+	free(a->path);
+	free(a);
+}
+
+int analysis_parse_batches(const char *arg, struct analysis_opts *o)
+{
+	if (!strcmp(arg, "marker") || !strcmp(arg, "markers")) {
+		o->batches = BATCHES_MARKER;
+		return 0;
+	}
+	if (!strcmp(arg, "auto")) {
+		o->batches = BATCHES_AUTO;
+		return 0;
+	}
+	if (strncmp(arg, "time:", 5) != 0)
+		return hs_error("--batches: '%s' is neither 'marker' nor "
+				"'time:DURATION'", arg);
+	char *end;
+	errno = 0;
+	double v = strtod(arg + 5, &end);
+	static const struct { const char *u; double ns; } units[] = {
+		{ "", 1e9 }, { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 },
+		{ "ns", 1 }, { "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 },
+	};
+	if (end == arg + 5 || errno || !(v > 0))
+		goto bad;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].u) != 0)
+			continue;
+		double ns = v * units[i].ns;
+		if (!(ns >= 1) || ns > 1e18)
+			goto bad;
+		o->batches = BATCHES_TIME;
+		o->window_ns = (uint64_t)ns;
+		return 0;
+	}
+bad:
+	return hs_error("--batches: bad duration in '%s' (examples: "
+			"time:1s, time:500ms, time:2m)", arg);
+}

@@ -1,0 +1,79 @@
+/* One analysis of one trace: streams it through replay, then fits the
+ * growth, ranks the stacks, decides the verdict and symbolizes the top
+ * stacks.  The report writers (report_text.c, json.c) only read it. */
+#ifndef HS_ANALYSIS_H
+#define HS_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "regress.h"
+#include "replay.h"
+#include "series.h"
+#include "stacks.h"
+#include "verdict.h"
+
+struct symbols;
+
+enum batch_source { BATCHES_MARKER, BATCHES_TIME, BATCHES_AUTO };
+
+struct analysis_opts {
+	enum batch_source batches; /* AUTO: marks, else time windows */
+	uint64_t window_ns;        /* BATCHES_TIME */
+	long warmup;               /* < 0: automatic */
+	size_t top;                /* stacks symbolized and reported */
+	int group_by_site;
+	const char *debuginfo_path;
+};
+
+struct analysis {
+	/* the trace */
+	char *path;
+	unsigned format_version;
+	uint64_t pid;
+	char **argv; /* NULL-terminated */
+	int argc;
+	char *exe;
+	int has_exit;
+	uint64_t wait_status;
+	int complete;      /* END record seen */
+	int truncated;     /* a partial last frame was dropped */
+	int has_end;
+	unsigned end_reason;
+	uint64_t events, duration_ns, batch_marks, label_marks, samples;
+	uint64_t bad_stack_refs;
+	/* batches */
+	enum batch_source source; /* as used: MARKER, TIME, or AUTO (time
+				   * windows because there were no marks) */
+	uint64_t window_ns;
+	size_t warmup;
+	int warmup_auto;
+	struct replay_totals totals;
+	struct series series;
+	/* growth */
+	struct regress live_fit, rss_fit;
+	int has_rss_fit;
+	/* the allocator's footprint (mallinfo2 arena + hblkhd): RSS without
+	 * the recorder's own buffers, mmaps, stacks and code */
+	struct regress heap_fit;
+	int has_heap_fit;
+	struct verdict_why verdict;
+	/* ranked stacks (sites with group_by_site); the first `shown` have
+	 * frames */
+	struct stack_growth *stacks;
+	size_t nstacks, shown;
+	int by_site;
+	size_t distinct_stacks;
+	struct symbols *symbols; /* owns the frames' module names */
+};
+
+/* NULL with hs_last_error() when the trace cannot be read or is corrupt;
+ * a truncated last frame or a missing END is not an error. */
+struct analysis *analysis_run(const char *path,
+			      const struct analysis_opts *o);
+void analysis_destroy(struct analysis *a);
+
+/* Parses "marker", "time:DURATION" (ns, us, ms, s, m, h; default s). */
+int analysis_parse_batches(const char *arg, struct analysis_opts *o);
+
+#endif

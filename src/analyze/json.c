@@ -1,0 +1,266 @@
+#include "json.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "analysis.h"
+#include "format/error.h"
+#include "symbols.h"
+
+#ifndef HS_VERSION
+#define HS_VERSION "unknown"
+#endif
+
+#define SCHEMA "heapslope.report/1"
+
+static const char *const sources[] = {
+	[BATCHES_MARKER] = "marker",
+	[BATCHES_TIME] = "time",
+	[BATCHES_AUTO] = "auto",
+};
+
+static const char *const end_reasons[] = { "exit", "exec", "_exit",
+					   "error" };
+
+/* cJSON numbers are doubles: exact for counts below 2^53. */
+static void num(cJSON *o, const char *k, double v)
+{
+	cJSON_AddNumberToObject(o, k, v);
+}
+
+static void str_or_null(cJSON *o, const char *k, const char *v)
+{
+	if (v)
+		cJSON_AddStringToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+static cJSON *program(const struct analysis *a)
+{
+	cJSON *p = cJSON_CreateObject();
+	cJSON *cmd = cJSON_AddArrayToObject(p, "command");
+	for (int i = 0; i < a->argc; i++)
+		cJSON_AddItemToArray(cmd, cJSON_CreateString(a->argv[i]));
+	num(p, "pid", (double)a->pid);
+	int st = (int)a->wait_status;
+	if (a->has_exit && WIFEXITED(st))
+		num(p, "exit_status", WEXITSTATUS(st));
+	else
+		cJSON_AddNullToObject(p, "exit_status");
+	if (a->has_exit && WIFSIGNALED(st))
+		num(p, "exit_signal", WTERMSIG(st));
+	str_or_null(p, "exe", a->exe);
+	return p;
+}
+
+static cJSON *trace(const struct analysis *a)
+{
+	cJSON *t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "path", a->path);
+	num(t, "format_version", a->format_version);
+	num(t, "events", (double)a->events);
+	cJSON_AddBoolToObject(t, "complete", a->complete);
+	cJSON_AddBoolToObject(t, "truncated", a->truncated);
+	str_or_null(t, "end_reason",
+		    a->has_end && a->end_reason < 4 ? end_reasons[a->end_reason]
+						    : NULL);
+	num(t, "batch_marks", (double)a->batch_marks);
+	num(t, "samples", (double)a->samples);
+	num(t, "distinct_stacks", (double)a->distinct_stacks);
+	const char *first;
+	num(t, "stale_modules",
+	    a->symbols ? (double)symbols_stale(a->symbols, &first) : 0);
+	return t;
+}
+
+static cJSON *totals(const struct analysis *a)
+{
+	const struct replay_totals *r = &a->totals;
+	cJSON *t = cJSON_CreateObject();
+	num(t, "allocations", (double)r->allocations);
+	num(t, "frees", (double)r->frees);
+	num(t, "reallocs", (double)r->reallocs);
+	num(t, "failed_allocations", (double)r->failed_allocations);
+	num(t, "unmatched_frees", (double)r->unmatched_frees);
+	num(t, "allocated_bytes", (double)r->allocated_bytes);
+	num(t, "peak_live_bytes", (double)r->peak_live_bytes);
+	num(t, "leaked_bytes", (double)r->live_bytes);
+	num(t, "leaked_blocks", (double)r->live_blocks);
+	num(t, "duration_s", (double)a->duration_ns / 1e9);
+	num(t, "replaced_allocations", (double)r->replaced_allocations);
+	num(t, "mmaps", (double)r->mmaps);
+	num(t, "munmaps", (double)r->munmaps);
+	return t;
+}
+
+static cJSON *batches(const struct analysis *a)
+{
+	cJSON *b = cJSON_CreateObject();
+	cJSON_AddStringToObject(b, "source", sources[a->source]);
+	num(b, "count", (double)a->series.n);
+	num(b, "warmup", (double)a->warmup);
+	cJSON_AddBoolToObject(b, "warmup_auto", a->warmup_auto);
+	if (a->source != BATCHES_MARKER)
+		num(b, "window_s", (double)a->window_ns / 1e9);
+	cJSON *s = cJSON_AddArrayToObject(b, "series");
+	for (size_t i = 0; i < a->series.n; i++) {
+		const struct batch *x = &a->series.v[i];
+		cJSON *o = cJSON_CreateObject();
+		num(o, "index", (double)i);
+		num(o, "end_s", (double)x->end_ns / 1e9);
+		num(o, "live_bytes", (double)x->live_bytes);
+		num(o, "peak_live_bytes", (double)x->peak_live_bytes);
+		if (x->has_rss)
+			num(o, "rss_bytes", (double)x->rss_bytes);
+		else
+			cJSON_AddNullToObject(o, "rss_bytes");
+		if (x->has_heap_free)
+			num(o, "heap_free_bytes", (double)x->heap_free_bytes);
+		else
+			cJSON_AddNullToObject(o, "heap_free_bytes");
+		if (x->has_heap_free)
+			num(o, "heap_bytes", (double)x->heap_bytes);
+		else
+			cJSON_AddNullToObject(o, "heap_bytes");
+		num(o, "allocations", (double)x->allocations);
+		num(o, "frees", (double)x->frees);
+		num(o, "allocated_bytes", (double)x->allocated_bytes);
+		cJSON_AddItemToArray(s, o);
+	}
+	return b;
+}
+
+static cJSON *growth(const struct analysis *a)
+{
+	cJSON *g = cJSON_CreateObject();
+	num(g, "live_bytes_per_batch", a->live_fit.slope);
+	num(g, "live_r2", a->live_fit.r2);
+	if (a->has_rss_fit) {
+		num(g, "rss_bytes_per_batch", a->rss_fit.slope);
+		num(g, "rss_r2", a->rss_fit.r2);
+	} else {
+		cJSON_AddNullToObject(g, "rss_bytes_per_batch");
+		cJSON_AddNullToObject(g, "rss_r2");
+	}
+	if (a->has_heap_fit) {
+		num(g, "heap_bytes_per_batch", a->heap_fit.slope);
+		num(g, "heap_r2", a->heap_fit.r2);
+	} else {
+		cJSON_AddNullToObject(g, "heap_bytes_per_batch");
+		cJSON_AddNullToObject(g, "heap_r2");
+	}
+	num(g, "batches_fitted", (double)a->live_fit.n);
+	return g;
+}
+
+static cJSON *frames(const struct stack_growth *s)
+{
+	cJSON *v = cJSON_CreateArray();
+	for (size_t i = 0; i < s->nframes; i++) {
+		const struct frame *f = &s->frames[i];
+		cJSON *o = cJSON_CreateObject();
+		char addr[24];
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
+		cJSON_AddStringToObject(o, "address", addr);
+		cJSON_AddStringToObject(o, "module",
+					f->module ? f->module : "");
+		str_or_null(o, "function", f->function);
+		str_or_null(o, "file", f->file);
+		if (f->line)
+			num(o, "line", f->line);
+		else
+			cJSON_AddNullToObject(o, "line");
+		num(o, "offset", (double)f->offset);
+		cJSON_AddBoolToObject(o, "inlined", f->inlined);
+		cJSON_AddItemToArray(v, o);
+	}
+	return v;
+}
+
+static cJSON *stack(const struct stack_growth *s, size_t rank)
+{
+	cJSON *o = cJSON_CreateObject();
+	num(o, "rank", (double)rank);
+	num(o, "bytes_per_batch", s->bytes_per_batch);
+	num(o, "r2", s->r2);
+	num(o, "live_bytes_at_end", (double)s->live_bytes_at_end);
+	num(o, "leaked_bytes", (double)s->leaked_bytes);
+	num(o, "leaked_blocks", (double)s->leaked_blocks);
+	num(o, "allocations", (double)s->allocations);
+	cJSON_AddItemToObject(o, "frames", frames(s));
+	return o;
+}
+
+static cJSON *stacks(const struct analysis *a)
+{
+	cJSON *v = cJSON_CreateArray();
+	for (size_t i = 0; i < a->shown; i++) {
+		const struct stack_growth *s = &a->stacks[i];
+		cJSON *o = stack(s, i + 1);
+		if (a->by_site) {
+			cJSON *paths = cJSON_AddArrayToObject(o, "paths");
+			for (size_t j = 0; j < s->npaths; j++)
+				if (s->paths[j].frames)
+					cJSON_AddItemToArray(
+						paths, stack(&s->paths[j], j + 1));
+		} else {
+			num(o, "stack_id", (double)s->id);
+		}
+		cJSON_AddItemToArray(v, o);
+	}
+	return v;
+}
+
+int json_write(const struct analysis *a, const char *path)
+{
+	int rc = -1;
+	char *text = NULL;
+	FILE *f = NULL;
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return hs_error("out of memory");
+	cJSON_AddStringToObject(root, "schema", SCHEMA);
+	cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+	cJSON_AddStringToObject(tool, "name", "heapslope");
+	cJSON_AddStringToObject(tool, "version", HS_VERSION);
+	cJSON_AddItemToObject(root, "program", program(a));
+	cJSON_AddItemToObject(root, "trace", trace(a));
+	cJSON_AddItemToObject(root, "totals", totals(a));
+	cJSON_AddItemToObject(root, "batches", batches(a));
+	cJSON_AddItemToObject(root, "growth", growth(a));
+	cJSON_AddStringToObject(root, "verdict",
+				verdict_name(a->verdict.verdict));
+	cJSON_AddStringToObject(root, "verdict_reason", a->verdict.text);
+	cJSON_AddStringToObject(root, "stack_grouping",
+				a->by_site ? "site" : "stack");
+	cJSON_AddItemToObject(root, "stacks", stacks(a));
+	text = cJSON_Print(root);
+	if (!text) {
+		hs_error("out of memory");
+		goto out;
+	}
+	int to_stdout = !strcmp(path, "-");
+	f = to_stdout ? stdout : fopen(path, "w");
+	if (!f) {
+		hs_error("cannot create %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fputs(text, f) < 0 || fputc('\n', f) < 0 || fflush(f) != 0) {
+		hs_error("cannot write %s: %s", to_stdout ? "stdout" : path,
+			 strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (f && f != stdout && fclose(f) != 0 && rc == 0)
+		rc = hs_error("cannot write %s: %s", path, strerror(errno));
+	cJSON_free(text);
+	cJSON_Delete(root);
+	return rc;
+}

@@ -1,0 +1,218 @@
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/error.h"
+#include "format/reader.h"
+#include "series.h"
+#include "stacks.h"
+
+#define NO_SLOT UINT32_MAX
+
+struct replay *replay_create(struct stacks *stacks, struct series *series)
+{
+	struct replay *r = calloc(1, sizeof(*r));
+	if (r) {
+		r->mask = 1023;
+		r->tab = calloc(r->mask + 1, sizeof(*r->tab));
+	}
+	if (!r || !r->tab) {
+		replay_destroy(r);
+		hs_error("out of memory");
+		return NULL;
+	}
+	r->stacks = stacks;
+	r->series = series;
+	return r;
+}
+
+void replay_destroy(struct replay *r)
+{
+	if (!r)
+		return;
+	free(r->tab);
+	free(r);
+}
+
+static inline size_t hash(uint64_t addr, size_t mask)
+{
+	/* blocks are 16-byte aligned: the low bits carry nothing */
+	return (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> 24) & mask;
+}
+
+static int grow(struct replay *r)
+{
+	size_t cap = (r->mask + 1) * 2;
+	struct replay_block *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return hs_error("out of memory for %zu live blocks", r->used);
+	for (size_t i = 0; i <= r->mask; i++) {
+		if (!r->tab[i].addr)
+			continue;
+		size_t h = hash(r->tab[i].addr, cap - 1);
+		while (t[h].addr)
+			h = (h + 1) & (cap - 1);
+		t[h] = r->tab[i];
+	}
+	free(r->tab);
+	r->tab = t;
+	r->mask = cap - 1;
+	return 0;
+}
+
+const struct replay_block *replay_find(const struct replay *r, uint64_t addr)
+{
+	if (!addr)
+		return NULL;
+	for (size_t h = hash(addr, r->mask);; h = (h + 1) & r->mask) {
+		if (r->tab[h].addr == addr)
+			return &r->tab[h];
+		if (!r->tab[h].addr)
+			return NULL;
+	}
+}
+
+/* Removes slot h, shifting later members of its probe run back. */
+static void erase(struct replay *r, size_t h)
+{
+	size_t mask = r->mask;
+	size_t j = h;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!r->tab[j].addr)
+			break;
+		size_t home = hash(r->tab[j].addr, mask);
+		/* move j into the hole unless its home lies in (h, j] */
+		if (((j - home) & mask) >= ((j - h) & mask)) {
+			r->tab[h] = r->tab[j];
+			h = j;
+		}
+	}
+	r->tab[h].addr = 0;
+	r->used--;
+}
+
+/* Drops the live block at addr: 1 if there was one, 0 if not. */
+static int drop(struct replay *r, uint64_t addr)
+{
+	if (!addr)
+		return 0;
+	for (size_t h = hash(addr, r->mask);; h = (h + 1) & r->mask) {
+		struct replay_block *b = &r->tab[h];
+		if (b->addr == addr) {
+			r->t.live_bytes -= b->size;
+			r->t.live_blocks--;
+			stacks_sub(r->stacks, b->slot, b->size, r->batch);
+			erase(r, h);
+			return 1;
+		}
+		if (!b->addr)
+			return 0;
+	}
+}
+
+static int insert(struct replay *r, uint64_t addr, uint64_t size,
+		  uint64_t stack)
+{
+	uint32_t slot = stacks_ref(r->stacks, stack);
+	if (slot == NO_SLOT)
+		return hs_error("out of memory for stacks");
+	if ((r->used + 1) * 2 > r->mask + 1 && grow(r))
+		return -1;
+	size_t h = hash(addr, r->mask);
+	while (r->tab[h].addr) {
+		if (r->tab[h].addr == addr) {
+			/* two allocations of one address without a free in
+			 * between: a lost event; the newer block wins */
+			r->t.replaced_allocations++;
+			drop(r, addr);
+			return insert(r, addr, size, stack);
+		}
+		h = (h + 1) & r->mask;
+	}
+	r->tab[h] = (struct replay_block){ addr, size, slot, r->batch };
+	r->used++;
+	r->t.live_bytes += size;
+	r->t.live_blocks++;
+	if (r->t.live_bytes > r->t.peak_live_bytes)
+		r->t.peak_live_bytes = r->t.live_bytes;
+	stacks_add(r->stacks, slot, size, r->batch);
+	return 0;
+}
+
+int replay_event(struct replay *r, const struct hs_record *rec)
+{
+	struct replay_totals *t = &r->t;
+	switch (rec->kind) {
+	case HS_REC_ALLOC:
+		if (rec->fn == HS_FN_MMAP) {
+			t->mmaps++;
+			return 0;
+		}
+		if (!rec->ptr) { /* success with NULL cannot be: a failure */
+			t->failed_allocations++;
+			return 0;
+		}
+		t->allocations++;
+		t->allocated_bytes += rec->size;
+		if (insert(r, rec->ptr, rec->size, rec->stack))
+			return -1;
+		series_alloc(r->series, rec->size, t->live_bytes);
+		return 0;
+	case HS_REC_FREE:
+		if (rec->fn == HS_FN_MMAP || rec->fn == HS_FN_MUNMAP ||
+		    rec->fn == HS_FN_MREMAP) {
+			t->munmaps++;
+			return 0;
+		}
+		if (!rec->ptr)
+			return 0; /* free(NULL) does nothing */
+		t->frees++;
+		series_free(r->series);
+		if (!drop(r, rec->ptr))
+			t->unmatched_frees++;
+		return 0;
+	case HS_REC_REALLOC:
+		if (rec->fn == HS_FN_MREMAP) {
+			t->mmaps++;
+			return 0;
+		}
+		if (!rec->ptr) {
+			t->failed_allocations++;
+			return 0;
+		}
+		if (rec->old_ptr) {
+			t->reallocs++;
+			if (!drop(r, rec->old_ptr))
+				t->unmatched_frees++;
+		} else {
+			t->allocations++; /* realloc(NULL, n) is a malloc */
+		}
+		t->allocated_bytes += rec->size;
+		if (insert(r, rec->ptr, rec->size, rec->stack))
+			return -1;
+		if (rec->old_ptr)
+			series_realloc(r->series, rec->size, t->live_bytes);
+		else
+			series_alloc(r->series, rec->size, t->live_bytes);
+		return 0;
+	case HS_REC_FAIL:
+		/* a failed realloc leaves the old block live: nothing to do */
+		t->failed_allocations++;
+		return 0;
+	case HS_REC_MUNMAP:
+		t->munmaps++;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark)
+{
+	if (series_batch_end(r->series, time_ns, r->t.live_bytes, from_mark))
+		return -1;
+	r->batch++;
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* Replay of a trace's heap events: the map of live blocks (address ->
+ * size, stack, batch), the totals of the JSON report, and the updates of
+ * the per-batch series and the per-stack sums. */
+#ifndef HS_REPLAY_H
+#define HS_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hs_record;
+struct series;
+struct stacks;
+
+struct replay_totals {
+	uint64_t allocations, frees, reallocs, failed_allocations;
+	uint64_t unmatched_frees;      /* frees (and reallocs) of addresses
+					* not live */
+	uint64_t replaced_allocations; /* allocations of an address already
+					* live: the old block is dropped */
+	uint64_t allocated_bytes, peak_live_bytes;
+	uint64_t live_bytes, live_blocks; /* now; leaked at the trace's end */
+	uint64_t mmaps, munmaps;       /* kept out of the heap figures */
+};
+
+struct replay_block {
+	uint64_t addr; /* 0: empty slot */
+	uint64_t size;
+	uint32_t slot;  /* stacks_ref() of the allocating stack */
+	uint32_t batch; /* batch it was allocated in */
+};
+
+struct replay {
+	struct replay_block *tab;
+	size_t mask, used;
+	struct replay_totals t;
+	struct stacks *stacks;
+	struct series *series;
+	uint32_t batch; /* marks seen so far = index of the current batch */
+};
+
+/* stacks and series stay the caller's. */
+struct replay *replay_create(struct stacks *stacks, struct series *series);
+void replay_destroy(struct replay *r);
+
+/* One event record (kind >= HS_REC_ALLOC); -1 only when out of memory. */
+int replay_event(struct replay *r, const struct hs_record *rec);
+/* The current batch ends at time_ns (a mark or a window boundary). */
+int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark);
+
+/* The live block at addr, or NULL. */
+const struct replay_block *replay_find(const struct replay *r, uint64_t addr);
+
+#endif

@@ -1,0 +1,69 @@
+#include "series.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/error.h"
+#include "format/reader.h"
+
+void series_init(struct series *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+void series_finish(struct series *s)
+{
+	if (!s)
+		return;
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+static void take_sample(struct batch *b, const struct sample *smp)
+{
+	b->has_rss = 1;
+	b->rss_bytes = smp->rss;
+	b->has_heap_free = smp->has_mallinfo;
+	b->heap_free_bytes = smp->has_mallinfo ? smp->fordblks : 0;
+	b->heap_bytes = smp->has_mallinfo ? smp->footprint : 0;
+}
+
+int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
+		     int from_mark)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct batch *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return hs_error("out of memory");
+		s->v = v;
+		s->cap = cap;
+	}
+	struct batch *b = &s->v[s->n++];
+	*b = s->cur;
+	b->end_ns = end_ns;
+	b->live_bytes = live;
+	if (!from_mark && s->window.valid)
+		take_sample(b, &s->window);
+	s->want_sample = from_mark;
+	memset(&s->window, 0, sizeof(s->window));
+	memset(&s->cur, 0, sizeof(s->cur));
+	s->cur.peak_live_bytes = live;
+	return 0;
+}
+
+void series_sample(struct series *s, const struct hs_record *rec)
+{
+	struct sample smp = {
+		.valid = 1,
+		.has_mallinfo = rec->has_mallinfo,
+		.rss = rec->rss,
+		.fordblks = rec->mi_fordblks,
+		.footprint = rec->mi_arena + rec->mi_hblkhd,
+	};
+	if (s->want_sample && s->n) {
+		take_sample(&s->v[s->n - 1], &smp);
+		s->want_sample = 0;
+	}
+	s->window = smp;
+}

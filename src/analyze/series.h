@@ -1,0 +1,68 @@
+/* The per-batch series: live heap at each batch end, peak within the
+ * batch, event counts, and RSS / heap-free bytes from the process's
+ * samples. */
+#ifndef HS_SERIES_H
+#define HS_SERIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hs_record;
+
+struct batch {
+	uint64_t end_ns;          /* time of the mark (or window end) */
+	uint64_t live_bytes;      /* live heap at the mark */
+	uint64_t peak_live_bytes; /* highest live heap within the batch */
+	uint64_t rss_bytes, heap_free_bytes;
+	uint64_t heap_bytes; /* the allocator's footprint: mallinfo2 arena +
+			      * hblkhd, valid with has_heap_free */
+	int has_rss, has_heap_free;
+	uint64_t allocations, frees, allocated_bytes;
+};
+
+struct sample {
+	int valid, has_mallinfo;
+	uint64_t rss, fordblks, footprint;
+};
+
+struct series {
+	struct batch *v;  /* closed batches */
+	size_t n, cap;
+	struct batch cur; /* the batch being filled */
+	struct sample window; /* latest sample since the last batch end */
+	int want_sample;  /* the next sample belongs to batch n-1 */
+};
+
+void series_init(struct series *s);
+void series_finish(struct series *s);
+
+/* Closes the current batch at time end_ns with `live` bytes live.  With
+ * from_mark, the SAMPLE record that follows the mark supplies RSS; else
+ * (time windows) the latest sample taken within the window. */
+int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
+		     int from_mark);
+void series_sample(struct series *s, const struct hs_record *rec);
+
+static inline void series_alloc(struct series *s, uint64_t size,
+				uint64_t live)
+{
+	s->cur.allocations++;
+	s->cur.allocated_bytes += size;
+	if (live > s->cur.peak_live_bytes)
+		s->cur.peak_live_bytes = live;
+}
+
+static inline void series_realloc(struct series *s, uint64_t size,
+				  uint64_t live)
+{
+	s->cur.allocated_bytes += size;
+	if (live > s->cur.peak_live_bytes)
+		s->cur.peak_live_bytes = live;
+}
+
+static inline void series_free(struct series *s)
+{
+	s->cur.frees++;
+}
+
+#endif

@@ -1,0 +1,416 @@
+#include "symbols.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/error.h"
+#include "format/reader.h"
+
+#define BUILD_ID_MAX 64
+
+struct module {
+	char *path;
+	uint8_t build_id[BUILD_ID_MAX];
+	size_t build_id_len;
+	uint64_t base, lo, hi; /* [lo, hi): addresses its segments cover */
+	int stale; /* the file at path has another build-id now */
+};
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+struct symbols {
+	struct module *mods;
+	size_t n, cap;
+	char *user_dir;
+	char *dwfl_path; /* the search path handed to libdwfl */
+	Dwfl_Callbacks cb;
+	Dwfl *dwfl;
+	int reported;
+	demangle_fn demangle;
+	void *libstdcxx;
+	int demangle_tried;
+};
+
+/* C++ names are demangled with the C++ runtime's __cxa_demangle when the
+ * process already has it, or when libstdc++ can be opened at run time;
+ * heapslope never links it.  Without it names stay mangled. */
+extern char *__cxa_demangle(const char *, char *, size_t *, int *)
+	__attribute__((weak));
+
+struct symbols *symbols_create(const char *debuginfo_path)
+{
+	struct symbols *s = calloc(1, sizeof(*s));
+	if (!s)
+		goto oom;
+	/* '-': no CRC checks; '': next to the file; .debug beside it; then
+	 * the user's directory and the system's, searched by build-id too */
+	const char *user = debuginfo_path && *debuginfo_path ? debuginfo_path
+							     : NULL;
+	size_t len = 64 + (user ? strlen(user) : 0);
+	s->dwfl_path = malloc(len);
+	if (!s->dwfl_path)
+		goto oom;
+	snprintf(s->dwfl_path, len, "-:.debug:%s%s/usr/lib/debug",
+		 user ? user : "", user ? ":" : "");
+	if (user && !(s->user_dir = strdup(user)))
+		goto oom;
+	s->cb.find_elf = dwfl_build_id_find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.section_address = dwfl_offline_section_address;
+	s->cb.debuginfo_path = &s->dwfl_path;
+	return s;
+oom:
+	symbols_destroy(s);
+	hs_error("out of memory");
+	return NULL;
+}
+
+void symbols_destroy(struct symbols *s)
+{
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	for (size_t i = 0; i < s->n; i++)
+		free(s->mods[i].path);
+	free(s->mods);
+	free(s->dwfl_path);
+	free(s->user_dir);
+	if (s->libstdcxx)
+		dlclose(s->libstdcxx);
+	free(s);
+}
+
+int symbols_module(struct symbols *s, const struct hs_record *rec)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct module *v = realloc(s->mods, cap * sizeof(*v));
+		if (!v)
+			return hs_error("out of memory");
+		s->mods = v;
+		s->cap = cap;
+	}
+	struct module *m = &s->mods[s->n];
+	memset(m, 0, sizeof(*m));
+	m->path = malloc(rec->str_len + 1);
+	if (!m->path)
+		return hs_error("out of memory");
+	memcpy(m->path, rec->str, rec->str_len);
+	m->path[rec->str_len] = 0;
+	m->build_id_len = rec->build_id_len < BUILD_ID_MAX ? rec->build_id_len
+							   : BUILD_ID_MAX;
+	memcpy(m->build_id, rec->build_id, m->build_id_len);
+	m->base = rec->base;
+	m->lo = UINT64_MAX;
+	for (unsigned i = 0; i < rec->nseg; i++) {
+		uint64_t lo = rec->base + rec->segs[i].vaddr;
+		uint64_t hi = lo + rec->segs[i].memsz;
+		if (lo < m->lo)
+			m->lo = lo;
+		if (hi > m->hi)
+			m->hi = hi;
+	}
+	if (!rec->nseg) {
+		m->lo = rec->base;
+		m->hi = rec->base + 1;
+	}
+	s->n++;
+	return 0;
+}
+
+size_t symbols_module_count(const struct symbols *s)
+{
+	return s->n;
+}
+
+size_t symbols_stale(const struct symbols *s, const char **first)
+{
+	size_t n = 0;
+	*first = NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		if (!s->mods[i].stale)
+			continue;
+		if (!n++)
+			*first = s->mods[i].path;
+	}
+	return n;
+}
+
+static const struct module *find_module(const struct symbols *s,
+					uint64_t ip)
+{
+	/* the newest first: an address range reused after a dlclose */
+	for (size_t i = s->n; i-- > 0;)
+		if (ip >= s->mods[i].lo && ip < s->mods[i].hi)
+			return &s->mods[i];
+	return NULL;
+}
+
+int symbols_in_runtime(void *symbols, uint64_t ip)
+{
+	static const char *const runtimes[] = { "libstdc++.so", "libc++.so",
+						"libc++abi.so", "libc.so",
+						"libgcc_s.so" };
+	const struct module *m = find_module(symbols, ip);
+	if (!m)
+		return 0;
+	const char *base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	for (size_t i = 0; i < sizeof(runtimes) / sizeof(runtimes[0]); i++)
+		if (!strncmp(base, runtimes[i], strlen(runtimes[i])))
+			return 1;
+	return 0;
+}
+
+/* 1 if the ELF file at path has the recorded build-id (or none was
+ * recorded), 0 if not or unreadable. */
+static int same_build(const char *path, const struct module *m)
+{
+	/* a trace names any path: never block on a FIFO or a device */
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	int same = 0;
+	Elf *elf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+			   ? elf_begin(fd, ELF_C_READ_MMAP, NULL)
+			   : NULL;
+	if (elf) {
+		const void *id = NULL;
+		ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+		if (!m->build_id_len)
+			same = 1;
+		else
+			same = n == (ssize_t)m->build_id_len &&
+			       memcmp(id, m->build_id, (size_t)n) == 0;
+		elf_end(elf);
+	}
+	close(fd);
+	return same;
+}
+
+/* A file carrying m's build-id under dir/.build-id/, or 0. */
+static int by_build_id(const char *dir, const struct module *m, char *out,
+		       size_t cap)
+{
+	if (!dir || m->build_id_len < 2)
+		return 0;
+	int o = snprintf(out, cap, "%s/.build-id/%02x/", dir, m->build_id[0]);
+	for (size_t i = 1; i < m->build_id_len && o > 0 && (size_t)o < cap;
+	     i++)
+		o += snprintf(out + o, cap - (size_t)o, "%02x", m->build_id[i]);
+	if (o <= 0 || (size_t)o + 7 > cap)
+		return 0;
+	memcpy(out + o, ".debug", 7);
+	return same_build(out, m);
+}
+
+/* Hands every module whose file (or a debug file with its build-id) is
+ * found to libdwfl; the rest stay unresolved. */
+static void report_modules(struct symbols *s)
+{
+	char alt[4200];
+	s->reported = 1;
+	elf_version(EV_CURRENT);
+	s->dwfl = dwfl_begin(&s->cb);
+	if (!s->dwfl)
+		return;
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct module *m = &s->mods[i];
+		const char *file = NULL;
+		struct module *w = &s->mods[i];
+		if (m->path[0] == '/' && same_build(m->path, m))
+			file = m->path;
+		else if (by_build_id(s->user_dir, m, alt, sizeof(alt)) ||
+			 by_build_id("/usr/lib/debug", m, alt, sizeof(alt)))
+			file = alt;
+		else
+			w->stale = m->path[0] == '/' &&
+				   access(m->path, R_OK) == 0;
+		if (file) /* NULL on overlap with a module reported before */
+			dwfl_report_elf(s->dwfl, m->path, file, -1, m->base,
+					false);
+	}
+	dwfl_report_end(s->dwfl, NULL, NULL);
+}
+
+static char *demangled(struct symbols *s, const char *name)
+{
+	if (!name)
+		return NULL;
+	/* symbol versions (memcpy@@GLIBC_2.14) say nothing about a stack */
+	const char *at = strchr(name, '@');
+	char plain[512];
+	if (at && at > name && (size_t)(at - name) < sizeof(plain)) {
+		memcpy(plain, name, (size_t)(at - name));
+		plain[at - name] = 0;
+		name = plain;
+	}
+	if (name[0] == '_' && name[1] == 'Z') {
+		if (!s->demangle_tried) {
+			s->demangle_tried = 1;
+			if (__cxa_demangle) {
+				s->demangle = __cxa_demangle;
+			} else {
+				s->libstdcxx = dlopen("libstdc++.so.6",
+						      RTLD_LAZY | RTLD_LOCAL);
+				if (s->libstdcxx)
+					*(void **)&s->demangle = dlsym(
+						s->libstdcxx, "__cxa_demangle");
+			}
+		}
+		int status = -1;
+		char *d = s->demangle ? s->demangle(name, NULL, NULL, &status)
+				      : NULL;
+		if (d && status == 0)
+			return d;
+		free(d);
+	}
+	return strdup(name);
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = dwarf_formstring(
+		dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(
+			dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!n)
+		n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+	return n;
+}
+
+static int push(struct frame **v, size_t *n, size_t *cap, struct frame f)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		struct frame *nv = realloc(*v, c * sizeof(*nv));
+		if (!nv) {
+			free(f.function);
+			free(f.file);
+			return hs_error("out of memory");
+		}
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = f;
+	return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
+		    size_t *n, size_t *cap)
+{
+	const struct module *m = find_module(s, ip);
+	struct frame f = { .address = ip };
+	if (m) {
+		f.module = m->path;
+		f.offset = ip - m->base;
+	}
+	if (!s->reported)
+		report_modules(s);
+	/* a return address: the call is the instruction before it */
+	Dwarf_Addr a = ip ? ip - 1 : 0;
+	Dwfl_Module *dm = s->dwfl && m ? dwfl_addrmodule(s->dwfl, a) : NULL;
+	if (!dm)
+		return push(frames, n, cap, f);
+
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *symname = dwfl_module_addrinfo(dm, a, &off, &sym, NULL,
+						   NULL, NULL);
+	Dwfl_Line *ln = dwfl_module_getsrc(dm, a);
+	int lineno = 0;
+	const char *src = ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL,
+					     NULL)
+			     : NULL;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(dm, a, &bias);
+	Dwarf_Die *scopes = NULL;
+	int ns = cu ? dwarf_getscopes(cu, a - bias, &scopes) : 0;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+		files = NULL;
+	const char *file = src;
+	unsigned line = lineno > 0 ? (unsigned)lineno : 0;
+	size_t before = *n;
+	/* innermost scope first: each inlined call is a frame whose caller
+	 * is the next scope, at the call site the inlined DIE records */
+	for (int i = 0; i < ns; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine &&
+		    tag != DW_TAG_subprogram)
+			continue;
+		struct frame g = f;
+		const char *name = die_name(&scopes[i]);
+		if (tag == DW_TAG_subprogram && symname)
+			name = symname;
+		g.function = demangled(s, name);
+		g.file = dup_or_null(file);
+		g.line = line;
+		g.inlined = tag == DW_TAG_inlined_subroutine;
+		if (push(frames, n, cap, g)) {
+			free(scopes);
+			return -1;
+		}
+		if (tag == DW_TAG_subprogram)
+			break;
+		Dwarf_Attribute at;
+		Dwarf_Word cf = 0, cl = 0;
+		file = NULL;
+		line = 0;
+		if (files &&
+		    dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &at),
+				    &cf) == 0 && cf < nfiles)
+			file = dwarf_filesrc(files, cf, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at),
+				    &cl) == 0)
+			line = (unsigned)cl;
+	}
+	free(scopes);
+	if (*n > before && (*frames)[*n - 1].inlined && symname) {
+		/* the scopes ended inside inlined code: add its host */
+		struct frame g = f;
+		g.function = demangled(s, symname);
+		g.file = dup_or_null(file);
+		g.line = line;
+		return push(frames, n, cap, g);
+	}
+	if (*n == before) {
+		f.function = demangled(s, symname);
+		f.file = dup_or_null(src);
+		f.line = line;
+		return push(frames, n, cap, f);
+	}
+	return 0;
+}
+
+void symbols_frames_free(struct frame *f, size_t n)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(f[i].function);
+		free(f[i].file);
+	}
+	free(f);
+}

@@ -1,0 +1,48 @@
+/* Offline symbolization with libdw: module maps (path, base, build-id,
+ * segments) from the trace's HS_REC_MODULE records, looked up after the
+ * process is gone.  Never fails: what cannot be resolved is shown as
+ * module+offset, or as the raw address. */
+#ifndef HS_SYMBOLS_H
+#define HS_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hs_record;
+
+struct frame {
+	uint64_t address;     /* as recorded (a return address) */
+	const char *module;   /* path, owned by the symbols; NULL: unknown */
+	uint64_t offset;      /* address relative to the module's base */
+	char *function;       /* demangled where possible; NULL: unknown */
+	char *file;           /* NULL: unknown */
+	unsigned line;        /* 0: unknown */
+	int inlined;          /* inlined into the frame that follows */
+};
+
+struct symbols;
+
+/* debuginfo_path: a directory searched for separate debug files (by
+ * build-id under DIR/.build-id/ and by name), or NULL. */
+struct symbols *symbols_create(const char *debuginfo_path);
+void symbols_destroy(struct symbols *s);
+
+/* Remembers an HS_REC_MODULE record; -1 only when out of memory. */
+int symbols_module(struct symbols *s, const struct hs_record *rec);
+size_t symbols_module_count(const struct symbols *s);
+/* Modules whose file has changed since the recording (another build-id,
+ * no matching debug file): how many, and the first one's path.  Known
+ * once frames have been resolved. */
+size_t symbols_stale(const struct symbols *s, const char **first);
+
+/* 1 if ip lies in a runtime library whose frames only wrap malloc
+ * (libstdc++'s operator new, libc, libgcc): not an allocation site. */
+int symbols_in_runtime(void *symbols, uint64_t ip);
+
+/* Appends the frames of return address ip (one, or more with inlined
+ * calls, innermost first) to *frames; -1 only when out of memory. */
+int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
+		    size_t *n, size_t *cap);
+void symbols_frames_free(struct frame *f, size_t n);
+
+#endif

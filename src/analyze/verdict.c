@@ -1,0 +1,145 @@
+/* The verdict from L, the live heap's slope, and R, the slope of RSS (the
+ * recorder keeps its own memory resident from the start, so RSS growth is
+ * the program's), or of the allocator's footprint (mallinfo2 arena +
+ * hblkhd) when the trace has no RSS samples.  Thresholds (in heapslope-analyze(1) too, and in the "why"
+ * line of the text report):
+ *
+ * - A series grows when its fitted rise over the regression window,
+ *   slope x (n - 1) for n batches, is at least 16 KiB for the live heap or
+ *   256 KiB for R (which moves in pages and arena steps), and at least 1%
+ *   of the series' mean, with R² >= 0.5.  Fewer than 3 batches after the
+ *   warm-up: too few to say anything, "stable".
+ * - Neither grows: stable.  Only R grows: fragmentation.  Only the live
+ *   heap grows (or R is unknown): leak or retention.
+ * - Both grow: L/R >= 0.5, the live heap explains most of R: leak or
+ *   retention; L/R < 0.2, R grows over five times faster: fragmentation;
+ *   in between: mixed.
+ * - Leak or retention: of the summed slope of the growing stacks, the
+ *   share whose bytes are still live when the trace ends (each stack
+ *   weighted by leaked bytes / live bytes at the last batch, at most 1).
+ *   At least 0.5: leak; else retention (freed by exit: caches, histories).
+ */
+#include "verdict.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "stacks.h"
+
+#define GROW_MIN_BYTES (16.0 * 1024)
+#define RSS_GROW_MIN_BYTES (256.0 * 1024)
+#define GROW_MIN_SHARE 0.01
+#define GROW_MIN_R2 0.5
+#define EXPLAINS 0.5
+#define FRAGMENTS 0.2
+#define LEAK_SHARE 0.5
+
+static const char *const names[] = {
+	[VERDICT_STABLE] = "stable",
+	[VERDICT_LEAK] = "leak",
+	[VERDICT_RETENTION] = "retention",
+	[VERDICT_FRAGMENTATION] = "fragmentation",
+	[VERDICT_MIXED] = "mixed",
+};
+
+const char *verdict_name(enum verdict v)
+{
+	return v <= VERDICT_MIXED ? names[v] : "?";
+}
+
+static int grows(double slope, double r2, double mean, size_t points,
+		 double min_bytes)
+{
+	double rise = slope * (double)(points - 1);
+	return rise >= min_bytes && rise >= GROW_MIN_SHARE * fabs(mean) &&
+	       r2 >= GROW_MIN_R2;
+}
+
+static double leaked_share(const struct verdict_input *in)
+{
+	double all = 0, leaked = 0;
+	for (size_t i = 0; i < in->nstacks; i++) {
+		const struct stack_growth *g = &in->stacks[i];
+		if (g->bytes_per_batch <= 0)
+			break; /* ranked: the rest do not grow */
+		double f = 1;
+		if (g->live_bytes_at_end > g->leaked_bytes)
+			f = (double)g->leaked_bytes /
+			    (double)g->live_bytes_at_end;
+		all += g->bytes_per_batch;
+		leaked += g->bytes_per_batch * f;
+	}
+	return all > 0 ? leaked / all : 0;
+}
+
+void verdict_decide(const struct verdict_input *in, struct verdict_why *out)
+{
+	*out = (struct verdict_why){ .verdict = VERDICT_STABLE };
+	const int use_heap = !in->has_rss && in->has_heap;
+	out->r_is_heap = use_heap;
+	const int has_r = in->has_heap || in->has_rss;
+	const double L = in->live_slope;
+	const double R = use_heap ? in->heap_slope : in->rss_slope;
+	const double R_r2 = use_heap ? in->heap_r2 : in->rss_r2;
+	const double R_mean = use_heap ? in->heap_mean : in->rss_mean;
+	out->leaked_share = leaked_share(in);
+	if (in->points < 3) {
+		snprintf(out->text, sizeof(out->text),
+			 "only %zu batches after warm-up: too few to measure "
+			 "growth (need 3)", in->points);
+		return;
+	}
+	out->live_grows = grows(L, in->live_r2, in->live_mean, in->points,
+				GROW_MIN_BYTES);
+	out->rss_grows = has_r && grows(R, R_r2, R_mean, in->points,
+					RSS_GROW_MIN_BYTES);
+	out->ratio = has_r && R != 0 ? L / R : 0;
+	char rs[160] = "R unknown (no samples)";
+	if (use_heap)
+		snprintf(rs, sizeof(rs), "allocator footprint R %+.0f B/batch "
+			 "(R2 %.2f; no RSS samples)", R, R_r2);
+	else if (in->has_rss && in->has_heap)
+		snprintf(rs, sizeof(rs), "RSS R %+.0f B/batch (R2 %.2f; "
+			 "allocator footprint %+.0f B/batch)", R, R_r2,
+			 in->heap_slope);
+	else if (in->has_rss)
+		snprintf(rs, sizeof(rs), "RSS R %+.0f B/batch (R2 %.2f)", R,
+			 R_r2);
+	const char *reason;
+	if (!out->live_grows && !out->rss_grows) {
+		reason = "neither grows beyond noise (a rise over the window of "
+			 "16 KiB live / 256 KiB R, 1% of the mean, R2 0.5)";
+	} else if (!out->live_grows) {
+		out->verdict = VERDICT_FRAGMENTATION;
+		reason = "R grows while the live heap does not: the allocator "
+			 "keeps freed memory";
+	} else if (out->rss_grows && out->ratio < FRAGMENTS) {
+		out->verdict = VERDICT_FRAGMENTATION;
+		reason = "R grows over 5x faster than the live heap (L/R < "
+			 "0.2): the allocator keeps freed memory";
+	} else if (out->rss_grows && out->ratio < EXPLAINS) {
+		out->verdict = VERDICT_MIXED;
+		reason = "the live heap explains only part of R (0.2 <= L/R < "
+			 "0.5): live growth and allocator retention both "
+			 "matter";
+	} else if (out->leaked_share >= LEAK_SHARE) {
+		out->verdict = VERDICT_LEAK;
+		reason = in->complete
+				 ? "the live heap grows and the growing blocks "
+				   "are still live at exit (leaked share >= 0.5)"
+				 : "the live heap grows and the growing blocks "
+				   "are still live when the trace ends (it is "
+				   "incomplete: exit was not seen)";
+	} else {
+		out->verdict = VERDICT_RETENTION;
+		reason = "the live heap grows but the growing blocks are freed "
+			 "by exit (leaked share < 0.5): a cache or history";
+	}
+	char ratio[32] = "L/R -";
+	if (has_r && R != 0)
+		snprintf(ratio, sizeof(ratio), "L/R %.2f", out->ratio);
+	snprintf(out->text, sizeof(out->text),
+		 "live heap L %+.0f B/batch (R2 %.2f), %s; %s, leaked share "
+		 "%.2f: %s", L, in->live_r2, rs, ratio, out->leaked_share,
+		 reason);
+}

@@ -1,0 +1,47 @@
+/* The one-word answer: leak, retention, fragmentation, mixed or stable,
+ * from the live-heap slope L and the RSS slope R (bytes per batch). */
+#ifndef HS_VERDICT_H
+#define HS_VERDICT_H
+
+#include <stddef.h>
+
+enum verdict {
+	VERDICT_STABLE,
+	VERDICT_LEAK,
+	VERDICT_RETENTION,
+	VERDICT_FRAGMENTATION,
+	VERDICT_MIXED,
+};
+
+struct stack_growth;
+
+struct verdict_input {
+	size_t points;           /* batches in the regression */
+	double live_slope, live_r2, live_mean;
+	int has_rss;
+	double rss_slope, rss_r2, rss_mean;
+	/* the allocator's footprint (mallinfo2 arena + hblkhd), preferred
+	 * over RSS when known: RSS also counts the recorder's buffers */
+	int has_heap;
+	double heap_slope, heap_r2, heap_mean;
+	/* every ranked stack, for how much of the growth is still live at
+	 * the end of the trace */
+	const struct stack_growth *stacks;
+	size_t nstacks;
+	int complete;            /* the trace has its END record */
+};
+
+struct verdict_why {
+	enum verdict verdict;
+	int live_grows, rss_grows;
+	double ratio;            /* L / R, when both are known */
+	int r_is_heap;           /* R is the allocator's footprint, not RSS */
+	double leaked_share;     /* of the growing stacks' slope, the part
+				  * whose bytes are still live at the end */
+	char text[512];          /* one or two sentences with the numbers */
+};
+
+void verdict_decide(const struct verdict_input *in, struct verdict_why *out);
+const char *verdict_name(enum verdict v);
+
+#endif

@@ -1,0 +1,146 @@
+/* heapslope analyze: growth per batch, verdict and growing stacks. */
+#include <argp.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/analysis.h"
+#include "analyze/json.h"
+#include "analyze/report_text.h"
+#include "commands.h"
+#include "format/error.h"
+
+#define TOP_DEFAULT 10
+
+struct analyze_opts {
+	struct analysis_opts a;
+	const char *path;
+	const char *json;
+};
+
+enum { OPT_JSON = 'j', OPT_BATCHES = 'b', OPT_WARMUP = 'w', OPT_TOP = 'n',
+       OPT_SITE = 's', OPT_DEBUGINFO = 0x100 };
+
+static const struct argp_option options[] = {
+	{ "json", OPT_JSON, "FILE", 0,
+	  "Write the JSON report (heapslope-report(5)) to FILE; '-' writes it "
+	  "to stdout instead of the text report", 0 },
+	{ "batches", OPT_BATCHES, "SOURCE", 0,
+	  "'marker' (batch marks, the default) or 'time:DURATION' (fixed "
+	  "windows, e.g. time:1s, time:250ms); without marks in the trace, "
+	  "time windows are chosen automatically", 0 },
+	{ "warmup", OPT_WARMUP, "N", 0,
+	  "Leave the first N batches out of the slopes (default: 10% of the "
+	  "batches, at most 5)", 0 },
+	{ "top", OPT_TOP, "N", 0, "Report the N fastest-growing stacks "
+	  "(default 10)", 0 },
+	{ "group-by-site", OPT_SITE, NULL, 0,
+	  "Group stacks by allocation site (innermost frame), with the paths "
+	  "that reach it underneath", 0 },
+	{ "debuginfo-path", OPT_DEBUGINFO, "DIR", 0,
+	  "Also look for separate debug files in DIR (by build-id under "
+	  "DIR/.build-id, and by name)", 0 },
+	{ 0 }
+};
+
+static int number(const char *s, long max, long *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || v < 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static error_t parse(int key, char *arg, struct argp_state *state)
+{
+	struct analyze_opts *o = state->input;
+	long v = 0;
+	switch (key) {
+	case OPT_JSON:
+		o->json = arg;
+		break;
+	case OPT_BATCHES:
+		if (analysis_parse_batches(arg, &o->a))
+			argp_error(state, "%s", hs_last_error());
+		break;
+	case OPT_WARMUP:
+		if (number(arg, 1000000000L, &v))
+			argp_error(state, "--warmup: '%s' is not a batch count",
+				   arg);
+		o->a.warmup = v;
+		break;
+	case OPT_TOP:
+		if (number(arg, 1000000L, &v))
+			argp_error(state, "--top: '%s' is not a count", arg);
+		o->a.top = (size_t)v;
+		break;
+	case OPT_SITE:
+		o->a.group_by_site = 1;
+		break;
+	case OPT_DEBUGINFO:
+		o->a.debuginfo_path = arg;
+		break;
+	case ARGP_KEY_ARG:
+		if (o->path)
+			argp_error(state, "one trace at a time");
+		o->path = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o->path)
+			argp_error(state, "no trace given");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static const struct argp argp = {
+	options, parse, "TRACE",
+	"Replay TRACE and report how much the heap grows per batch, whether "
+	"that is a leak, retention or fragmentation, and which call stacks "
+	"grow.  See heapslope-analyze(1).",
+	NULL, NULL, NULL
+};
+
+int cmd_analyze(int argc, char **argv)
+{
+	struct analyze_opts o = {
+		.a = { .batches = BATCHES_AUTO, .warmup = -1,
+		       .top = TOP_DEFAULT },
+	};
+	int rc = 1;
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return 2;
+	struct analysis *a = analysis_run(o.path, &o.a);
+	if (!a) {
+		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
+		return 1;
+	}
+	if (!a->complete)
+		fprintf(stderr, "heapslope analyze: %s is incomplete (%s); "
+				"analyzed up to its last complete frame\n",
+			o.path, a->truncated ? "cut inside a frame"
+					     : "no end record: killed?");
+	if (o.json && json_write(a, o.json)) {
+		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
+		goto out;
+	}
+	if (!o.json || strcmp(o.json, "-") != 0) {
+		setlocale(LC_CTYPE, "");
+		int utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+		if (report_text(stdout, a, utf8)) {
+			fprintf(stderr, "heapslope analyze: cannot write the "
+					"report\n");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	analysis_destroy(a);
+	return rc;
+}
