@@ -6,9 +6,16 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "unwind_fast.h"
+
 /* The recorder's own code, whose frames never appear in a stack. */
 static uintptr_t self_lo, self_hi;
 static enum unwind_method method = UNWIND_LIBUNWIND;
+
+static const char *const names[] = {
+	[UNWIND_LIBUNWIND] = "libunwind",
+	[UNWIND_FAST] = "fast",
+};
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -33,26 +40,36 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* The default is fast where it is available: it returns the same stacks
+ * (tests/unit/test_unwind.c, tests/cli/test_unwind_equal.py). */
 int unwind_init(const char *name)
 {
-	if (name && *name && strcmp(name, "libunwind") != 0)
+	enum unwind_method m;
+	if (!name || !*name)
+		m = unwind_fast_init() == 0 ? UNWIND_FAST : UNWIND_LIBUNWIND;
+	else if (strcmp(name, names[UNWIND_FAST]) == 0)
+		m = UNWIND_FAST;
+	else if (strcmp(name, names[UNWIND_LIBUNWIND]) == 0)
+		m = UNWIND_LIBUNWIND;
+	else
 		return -1;
-	method = UNWIND_LIBUNWIND;
+	if (m == UNWIND_FAST && unwind_fast_init())
+		return -1;
+	/* fast falls back to libunwind on the stacks it cannot follow */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&unwind_capture);
+	method = m;
 	return 0;
 }
 
 const char *unwind_name(void)
 {
-	return "libunwind";
+	return names[method];
 }
 
-int unwind_capture(uintptr_t *ips, int max)
+static int libunwind_capture(uintptr_t *ips, int max)
 {
 	void *raw[HS_DEPTH_MAX + 16];
-	if (max > HS_DEPTH_MAX)
-		max = HS_DEPTH_MAX;
 	int n = unw_backtrace(raw, max + 16);
 	int i = 0, out = 0;
 	while (i < n && (uintptr_t)raw[i] >= self_lo &&
@@ -61,4 +78,16 @@ int unwind_capture(uintptr_t *ips, int max)
 	for (; i < n && out < max; i++)
 		ips[out++] = (uintptr_t)raw[i];
 	return out;
+}
+
+int unwind_capture(uintptr_t *ips, int max)
+{
+	if (max > HS_DEPTH_MAX)
+		max = HS_DEPTH_MAX;
+	if (method == UNWIND_FAST) {
+		int n = unwind_fast_capture(ips, max, self_lo, self_hi);
+		if (n >= 0)
+			return n;
+	}
+	return libunwind_capture(ips, max);
 }

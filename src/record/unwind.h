@@ -10,9 +10,11 @@
 
 enum unwind_method {
 	UNWIND_LIBUNWIND, /* unw_backtrace with a per-thread cache */
+	UNWIND_FAST,      /* own CFI unwinder, x86_64; libunwind fallback */
 };
 
-/* Picks the method by name ("libunwind"); -1 if unknown. */
+/* Picks the method by name ("libunwind", "fast"); NULL or "" is the
+ * default, fast where available; -1 if unknown or not available here. */
 int unwind_init(const char *name);
 const char *unwind_name(void);
 /* Up to max return addresses into ips; returns how many. */

@@ -1,0 +1,496 @@
+/* The fast capture method.  Each frame is stepped with the cached rule of
+ * its return address (CFA = RSP or RBP + offset, return address at CFA-8,
+ * RBP saved at a constant offset); every stack read is checked against
+ * the thread's stack bounds.
+ *
+ * The thread's previous walk is kept: per frame the slot its return
+ * address was read from, that address, its RBP and where the next RBP
+ * was read.  A walk is a function of its starting state and of the words
+ * it reads, so once the new walk reaches a kept frame with the same state
+ * and every word the kept walk read from there outwards is unchanged,
+ * the rest of the kept stack is the answer.  Stale words left in the
+ * stack by returned calls cannot fool this: they are never both in the
+ * same place and consistent with the current state.
+ *
+ * Anything unusual returns -1 and the caller uses libunwind instead. */
+#include "unwind_fast.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "unwind.h"
+#include "unwind_cfi.h"
+#include "unwind_rules.h"
+
+#define TLS __attribute__((tls_model("initial-exec")))
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Frames kept per thread: the default depth with room to spare; deeper
+ * stacks are still captured, only not reused beyond this. */
+#define KEEP_MAX 96
+/* libunwind stops at a return address below this; so do we */
+#define IP_MIN 0x4000
+
+/* A frame of a walk: the words it read and the state it used. */
+struct kframe {
+	uintptr_t slot;   /* where ip was read */
+	uintptr_t ip;
+	uintptr_t fp;     /* RBP when this frame was stepped */
+	uintptr_t rbp_at; /* where the next RBP was read (or 0) | flags */
+};
+#define CFA_RBP 1 /* this frame's CFA is RBP-based */
+#define DYNAMIC 2 /* its rule holds for one loader epoch only */
+#define FLAGS 7
+
+/* The recorder's own leading frames, for one way into the unwinder: their
+ * return addresses and the offsets from the first slot of each next slot,
+ * the last being the first caller's.  All have RSP-based CFAs, so the
+ * same addresses mean the same offsets wherever the stack is. */
+#define OWN_MAX 12
+#define OWN_WAYS 4
+struct own {
+	int n;               /* 0: empty */
+	uintptr_t ip[OWN_MAX];
+	uintptr_t off[OWN_MAX];
+	uintptr_t rbp_off;   /* where the caller's RBP was saved; 0: in RBP */
+};
+
+struct shadow {
+	uintptr_t lo, hi; /* the thread's stack; hi == 0: not known yet */
+	int bad;          /* bounds unavailable: always fall back */
+	/* The previous walk is keep[0..n), outermost first, so that its
+	 * outer part stays in place when reused.  A walk puts its new
+	 * frames, innermost first, downwards from the end of keep, then
+	 * moves them next to the part it reuses. */
+	int n;
+	int complete;   /* it reached the outermost frame */
+	uint64_t epoch; /* the loader epoch its DYNAMIC rules belong to */
+	struct kframe keep[2 * KEEP_MAX];
+	struct own own[OWN_WAYS];
+	int own_next;   /* the way to replace */
+	struct unwind_fast_stats st;
+};
+static __thread struct shadow shadow TLS;
+
+int unwind_fast_init(void)
+{
+#ifdef UNWIND_FAST_SUPPORTED
+	return rules_init();
+#else
+	return -1;
+#endif
+}
+
+void unwind_fast_stats(struct unwind_fast_stats *s)
+{
+	*s = shadow.st;
+}
+
+#ifdef UNWIND_FAST_SUPPORTED
+
+/* Stack bounds once per thread.  For the main thread glibc reads
+ * /proc/self/maps here (and allocates): rare, and hooks pass that on. */
+static void bounds(struct shadow *sh)
+{
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	sh->bad = 1;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+		sh->lo = (uintptr_t)addr;
+		sh->hi = (uintptr_t)addr + size;
+		sh->bad = 0;
+	}
+	pthread_attr_destroy(&a);
+}
+
+/* One walk.  Reads are allowed in [lo, lo + span]; lo is the first slot
+ * and lo + span + 8 the end of the stack. */
+struct walk {
+	uintptr_t lo, span;
+	uintptr_t self_lo, self_hi;
+	uintptr_t *ips;
+	int max, out;
+	int n;          /* new frames, at the end of keep */
+	int dropped;    /* more new frames than KEEP_MAX */
+	uint64_t epoch; /* 0 until the loader was checked */
+	/* matching against the kept walk: candidates are keep[0..i];
+	 * keep[0..ok) are verified, keep[bad] (and so all inside it) not;
+	 * keep[dyn] is the outermost verified DYNAMIC frame */
+	int i, ok, bad, dyn;
+};
+
+static inline int readable(const struct walk *w, uintptr_t a)
+{
+	return a - w->lo <= w->span;
+}
+
+static inline uintptr_t load(uintptr_t a)
+{
+	return *(const uintptr_t *)a;
+}
+
+/* Appends ip unless it is a leading frame of our own; 1 when full. */
+static inline int emit(struct walk *w, uintptr_t ip)
+{
+	if (w->out == 0 && ip >= w->self_lo && ip < w->self_hi)
+		return 0;
+	w->ips[w->out++] = ip;
+	return w->out == w->max;
+}
+
+/* Whether every word the kept walk read from keep[i] outwards still
+ * holds the value it read. */
+static int outer_intact(const struct shadow *sh, struct walk *w, int i)
+{
+	const struct kframe *f = &sh->keep[w->ok];
+	const uintptr_t lo = w->lo, span = w->span;
+	int m = w->ok, dyn = w->dyn;
+	if (i >= w->bad)
+		return 0;
+	for (; m <= i; m++, f++) {
+		uintptr_t r = f->rbp_at & ~(uintptr_t)FLAGS;
+		/* slots of keep[0..i] lie between this walk's first slot
+		 * and the stack's end, as they did when read */
+		if (load(f->slot) != f->ip)
+			break;
+		if (r && m > 0 && (r - lo > span || load(r) != f[-1].fp))
+			break;
+		if ((f->rbp_at & DYNAMIC) && dyn > m)
+			dyn = m;
+	}
+	w->ok = m;
+	w->dyn = dyn;
+	if (m <= i) {
+		w->bad = m;
+		return 0;
+	}
+	return 1;
+}
+
+/* Whether the kept walk from keep[i] outwards used keep[i].fp: until a
+ * frame reloads RBP from the stack, an RBP-based CFA uses it. */
+static int fp_used(const struct shadow *sh, int i)
+{
+	for (int m = i; m >= 0; m--) {
+		uintptr_t r = sh->keep[m].rbp_at;
+		if (r & CFA_RBP)
+			return 1;
+		if (r & ~(uintptr_t)FLAGS)
+			return 0;
+	}
+	return !sh->complete; /* the outermost frame was not stepped */
+}
+
+/* A kept frame with the current return address stepped as the current
+ * frame will, moved by the difference of their slots, if its rule still
+ * holds and its CFA was not based on another RBP or at another place. */
+static int steps_alike(const struct shadow *sh, const struct kframe *f,
+		       uintptr_t slot, uintptr_t fp, uint64_t *epoch)
+{
+	if ((f->rbp_at & CFA_RBP) && (f->fp != fp || f->slot != slot))
+		return 0;
+	if (f->rbp_at & DYNAMIC) {
+		if (!*epoch)
+			*epoch = rules_epoch();
+		return *epoch == sh->epoch;
+	}
+	return 1;
+}
+
+/* keep[i] has the current frame's slot and return address: whether the
+ * rest of the kept walk is the rest of this one. */
+static int reusable(const struct shadow *sh, struct walk *w, int i,
+		    uintptr_t fp)
+{
+	if (sh->keep[i].fp != fp && fp_used(sh, i))
+		return 0;
+	if (!outer_intact(sh, w, i))
+		return 0;
+	if (w->dyn <= i) { /* the rules of unloadable code were used */
+		if (!w->epoch)
+			w->epoch = rules_epoch();
+		if (w->epoch != sh->epoch)
+			return 0;
+	}
+	return 1;
+}
+
+/* Keeps keep[0..outer) followed by the new frames. */
+static void keep_walk(struct shadow *sh, struct walk *w, int outer,
+		      int complete)
+{
+	if (outer + w->n > KEEP_MAX) {
+		sh->n = 0;
+		return;
+	}
+	memmove(&sh->keep[outer], &sh->keep[2 * KEEP_MAX - w->n],
+		(size_t)w->n * sizeof(struct kframe));
+	sh->n = outer + w->n;
+	sh->complete = complete && !w->dropped;
+	if (w->epoch)
+		sh->epoch = w->epoch;
+}
+
+/* Emits keep[i], keep[i-1]... keep[0]; 0 if those do not reach as far
+ * as a fresh walk would. */
+static int take_outer(struct shadow *sh, struct walk *w, int i)
+{
+	int out = w->out, m = i;
+	while (w->out == 0 && m >= 0)
+		emit(w, sh->keep[m--].ip);
+	int room = w->max - w->out;
+	int full = m + 1 >= room && w->out;
+	if (!full && !sh->complete) {
+		w->out = out;
+		w->bad = 0; /* kept frames further out are fewer still */
+		return 0;
+	}
+	int take = m + 1 < room ? m + 1 : room;
+	for (int k = 0; k < take; k++)
+		w->ips[w->out++] = sh->keep[m - k].ip;
+	keep_walk(sh, w, i + 1, sh->complete);
+	sh->st.reused++;
+	return 1;
+}
+
+/* Notes how the walk went through our own frames: the n innermost new
+ * frames, up to caller_slot. */
+static void learn_own(struct shadow *sh, int n, uintptr_t caller_slot)
+{
+	const struct kframe *f = sh->keep + 2 * KEEP_MAX - 1; /* innermost */
+	uintptr_t base = f->slot;
+	struct own o;
+	if (n < 1 || n > OWN_MAX)
+		return;
+	memset(&o, 0, sizeof(o));
+	o.n = n;
+	for (int m = 0; m < n; m++, f--) {
+		uintptr_t at = f->rbp_at & ~(uintptr_t)FLAGS;
+		if (f->rbp_at & (CFA_RBP | DYNAMIC))
+			return;
+		o.ip[m] = f->ip;
+		o.off[m] = (m + 1 < n ? f[-1].slot : caller_slot) - base;
+		if (at)
+			o.rbp_off = at - base;
+	}
+	for (int i = 0; i < OWN_WAYS; i++)
+		if (!memcmp(&sh->own[i], &o, sizeof(o)))
+			return;
+	sh->own[sh->own_next] = o;
+	sh->own_next = (sh->own_next + 1) % OWN_WAYS;
+}
+
+/* Steps over our own frames as a walk did before: *slot and *fp become
+ * the first caller's, if the return addresses are those seen then. */
+static int skip_own(const struct shadow *sh, uintptr_t span,
+		    uintptr_t *slot, uintptr_t *fp)
+{
+	uintptr_t s0 = *slot, ip0 = load(s0);
+	for (int i = 0; i < OWN_WAYS; i++) {
+		const struct own *o = &sh->own[i];
+		int k = 1;
+		if (!o->n || o->ip[0] != ip0 || o->off[o->n - 1] > span ||
+		    o->rbp_off > span)
+			continue;
+		while (k < o->n && load(s0 + o->off[k - 1]) == o->ip[k])
+			k++;
+		if (k < o->n)
+			continue;
+		*slot = s0 + o->off[o->n - 1];
+		if (o->rbp_off)
+			*fp = load(s0 + o->rbp_off);
+		return 1;
+	}
+	return 0;
+}
+
+/* Steps outwards from the frame whose return address sits in slot, with
+ * fp its RBP; returns the output count, or -1.  The hot state lives in
+ * locals: stack reads could alias anything else. */
+static int walk_from(struct shadow *sh, struct walk *w, uintptr_t slot,
+		     uintptr_t fp)
+{
+	struct kframe *const keep = sh->keep;
+	struct kframe *const end = keep + 2 * KEEP_MAX;
+	struct kframe spare;
+	const uintptr_t lo = w->lo, span = w->span;
+	const uintptr_t self_lo = w->self_lo, self_hi = w->self_hi;
+	uintptr_t *const ips = w->ips;
+	const int max = w->max;
+	int out = 0, n = 0, i = w->i, complete = 0;
+	/* the kept frame as deep as this one, while the return addresses
+	 * agree: our own frames sit lower or higher with the caller's
+	 * depth, but step alike */
+	int d = sh->n - 1;
+	uint64_t epoch = 0;
+	uintptr_t ip = load(slot), sp = slot + 8;
+	for (;;) {
+		const struct kframe *g = NULL; /* a kept frame to step like */
+		while (i >= 0 && keep[i].slot < slot)
+			i--;
+		if (i >= 0 && keep[i].slot == slot && keep[i].ip == ip) {
+			w->out = out;
+			w->n = n;
+			w->epoch = epoch;
+			if (reusable(sh, w, i, fp) && take_outer(sh, w, i))
+				return w->out;
+			epoch = w->epoch;
+			if (i > 0 &&
+			    steps_alike(sh, &keep[i], slot, fp, &epoch))
+				g = &keep[i];
+		}
+		if (d >= 0 && keep[d].ip != ip)
+			d = -1;
+		if (!g && d > 0 && steps_alike(sh, &keep[d], slot, fp, &epoch))
+			g = &keep[d];
+		d--;
+		struct kframe *k = &spare;
+		if (n < KEEP_MAX) {
+			k = end - ++n;
+		} else {
+			w->dropped = 1; /* too deep to keep: no reuse either */
+			i = -1;
+		}
+		k->slot = slot;
+		k->ip = ip;
+		k->fp = fp;
+		k->rbp_at = 0;
+		if (out || ip < self_lo || ip >= self_hi) {
+			if (!out && keep[2 * KEEP_MAX - 1].slot == lo)
+				learn_own(sh, n - 1, slot);
+			ips[out++] = ip;
+			if (out == max)
+				break;
+		}
+		if (g) {
+			/* the kept walk took this step: follow it, moved */
+			uintptr_t shift = slot - g->slot;
+			uintptr_t a = g->rbp_at & ~(uintptr_t)FLAGS;
+			k->rbp_at = g->rbp_at & FLAGS;
+			if (a) {
+				a += shift;
+				if (a - lo > span)
+					return -1;
+				fp = load(a);
+				k->rbp_at |= a;
+			}
+			slot = g[-1].slot + shift;
+			if (slot - lo > span)
+				return -1;
+			sp = slot + 8;
+			ip = load(slot);
+			if (ip < IP_MIN)
+				break;
+			continue;
+		}
+		struct cfi_rule r;
+		uint64_t rule = rules_get(ip, &epoch);
+		cfi_unpack(rule, &r);
+		if (rule & RULE_DYNAMIC)
+			k->rbp_at = DYNAMIC;
+		if (r.kind == CFI_END) {
+			complete = 1;
+			break;
+		}
+		if (r.kind != CFI_RSP && r.kind != CFI_RBP)
+			return -1;
+		uintptr_t cfa = r.kind == CFI_RSP ? sp : fp;
+		cfa += (intptr_t)r.cfa_off;
+		/* the stack only grows outwards: this also stops loops */
+		if (cfa - 8 <= slot || cfa - 8 - lo > span)
+			return -1;
+		if (r.kind == CFI_RBP)
+			k->rbp_at |= CFA_RBP;
+		if (r.saves_rbp) {
+			uintptr_t a = cfa + (intptr_t)r.rbp_off;
+			if (a - lo > span)
+				return -1;
+			fp = load(a);
+			k->rbp_at |= a;
+		}
+		slot = cfa - 8;
+		sp = cfa;
+		ip = load(slot);
+		/* libunwind's end as well; not complete for reuse, since
+		 * this last word is not kept */
+		if (ip < IP_MIN)
+			break;
+	}
+	w->out = out;
+	w->n = n;
+	w->epoch = epoch;
+	keep_walk(sh, w, 0, complete);
+	return out;
+}
+
+/* Entered by a jump from hs_fast_entry, so that this function's own return
+ * address sits in slot: the caller's frame is where the walk begins. */
+__attribute__((visibility("hidden"), used)) int
+hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
+	     uintptr_t slot, uintptr_t fp)
+{
+	struct shadow *sh = &shadow;
+	sh->st.captures++;
+	if (unlikely(!sh->hi) && !sh->bad)
+		bounds(sh);
+	if (sh->bad || slot < sh->lo || slot > sh->hi - 8 || max <= 0) {
+		sh->st.fallbacks++;
+		return -1;
+	}
+	struct walk w;
+	w.lo = slot;
+	w.span = sh->hi - 8 - slot;
+	w.self_lo = self_lo;
+	w.self_hi = self_hi;
+	w.ips = ips;
+	w.max = max;
+	w.out = w.n = w.dropped = 0;
+	w.epoch = 0;
+	w.i = sh->n - 1;
+	w.ok = 0;
+	w.bad = w.dyn = sh->n;
+	skip_own(sh, w.span, &slot, &fp);
+	int n = walk_from(sh, &w, slot, fp);
+	if (n < 0) {
+		sh->n = 0;
+		sh->st.fallbacks++;
+	}
+	return n;
+}
+
+/* Notes RSP (the address of the return address) and RBP exactly as the
+ * caller left them, then continues in C. */
+__asm__(".text\n"
+	".globl hs_fast_entry\n"
+	".hidden hs_fast_entry\n"
+	".type hs_fast_entry, @function\n"
+	"hs_fast_entry:\n"
+	".cfi_startproc\n"
+	"	movq %rsp, %r8\n"
+	"	movq %rbp, %r9\n"
+	"	jmp hs_fast_walk\n"
+	".cfi_endproc\n"
+	".size hs_fast_entry, .-hs_fast_entry\n");
+
+int hs_fast_entry(uintptr_t *ips, int max, uintptr_t self_lo,
+		  uintptr_t self_hi);
+
+int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
+			uintptr_t self_hi)
+{
+	return hs_fast_entry(ips, max, self_lo, self_hi);
+}
+
+#else
+
+int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
+			uintptr_t self_hi)
+{
+	(void)ips, (void)max, (void)self_lo, (void)self_hi;
+	return -1;
+}
+
+#endif

@@ -1,0 +1,176 @@
+/* The rule cache.  A slot is (key, rule); readers take no lock: a writer
+ * zeroes the key before changing the rule, so a reader that sees the same
+ * key before and after reading the rule has a consistent pair.
+ *
+ * Code loaded before the recorder started is never unloaded: its rules
+ * are kept under the bare address.  Code loaded later may be unloaded and
+ * other code mapped in its place, so its keys carry a loader epoch (bits
+ * 48-63) that changes whenever a module goes away; checking for that
+ * costs a dl_iterate_phdr, paid only by captures that meet such code. */
+#include "unwind_rules.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
+
+#include "rmem.h"
+#include "unwind_cfi.h"
+
+#define STAYING_MAX 128
+
+struct rules_entry *rules_cache;
+static uint64_t epoch = 1;
+static unsigned long long seen_subs;
+
+/* address ranges of the modules loaded at start, sorted */
+static struct {
+	uintptr_t lo, hi;
+} staying[STAYING_MAX];
+static int nstaying;
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size, (void)data;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	if (lo >= hi || nstaying == STAYING_MAX)
+		return 0;
+	int i = nstaying++;
+	for (; i > 0 && staying[i - 1].lo > lo; i--)
+		staying[i] = staying[i - 1];
+	staying[i].lo = lo;
+	staying[i].hi = hi;
+	return 0;
+}
+
+static int read_subs(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
+			    sizeof(info->dlpi_subs))
+		*(unsigned long long *)data = info->dlpi_subs;
+	return 1;
+}
+
+static unsigned long long loader_subs(void)
+{
+	unsigned long long subs = 0;
+	dl_iterate_phdr(read_subs, &subs);
+	return subs;
+}
+
+int rules_init(void)
+{
+	if (__atomic_load_n(&rules_cache, __ATOMIC_ACQUIRE))
+		return 0;
+	size_t size = RULES_SIZE * sizeof(struct rules_entry);
+	struct rules_entry *c = rmem_map(size), *none = NULL;
+	if (!c)
+		return -1;
+	__atomic_store_n(&seen_subs, loader_subs(), __ATOMIC_RELAXED);
+	dl_iterate_phdr(note_module, NULL);
+	if (!__atomic_compare_exchange_n(&rules_cache, &none, c, 0,
+					 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		rmem_unmap(c, size);
+	return 0;
+}
+
+static int stays(uintptr_t ip)
+{
+	int lo = 0, hi = nstaying;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (ip < staying[mid].lo)
+			hi = mid;
+		else if (ip >= staying[mid].hi)
+			lo = mid + 1;
+		else
+			return 1;
+	}
+	return 0;
+}
+
+/* The epoch is bumped before seen_subs is published, so that a thread
+ * which sees the new count also sees the new epoch.  0 is never one. */
+uint64_t rules_epoch(void)
+{
+	unsigned long long subs = loader_subs();
+	if (subs != __atomic_load_n(&seen_subs, __ATOMIC_ACQUIRE)) {
+		uint64_t e = __atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL);
+		if ((e & 0xffff) == 0) {
+			/* wrapped: drop every key, old ones could match */
+			for (unsigned i = 0; i < RULES_SIZE; i++)
+				__atomic_store_n(&rules_cache[i].key, 0,
+						 __ATOMIC_RELAXED);
+			__atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL);
+		}
+		__atomic_store_n(&seen_subs, subs, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&epoch, __ATOMIC_ACQUIRE) & 0xffff;
+}
+
+/* Takes an empty slot, or one of an older epoch, or the first. */
+static void insert(uint64_t key, uint64_t rule)
+{
+	unsigned h = rules_hash(key), pick = h & (RULES_SIZE - 1);
+	for (unsigned i = 0; i < RULES_PROBES; i++) {
+		unsigned s = (h + i) & (RULES_SIZE - 1);
+		uint64_t k = __atomic_load_n(&rules_cache[s].key,
+					     __ATOMIC_RELAXED);
+		if (k == 0 || (k >> 48 && k >> 48 != key >> 48)) {
+			pick = s;
+			break;
+		}
+	}
+	struct rules_entry *e = &rules_cache[pick];
+	uint64_t old = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&e->key, &old, 0, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return; /* another writer is here: skip, it is only a cache */
+	__atomic_store_n(&e->rule, rule, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->key, key, __ATOMIC_RELEASE);
+}
+
+static uint64_t compute(uintptr_t ip)
+{
+	struct cfi_rule r = { CFI_UNKNOWN, 0, 0, 0 };
+#ifdef UNWIND_FAST_SUPPORTED
+	struct dl_find_object obj;
+	/* a return address may follow a call that ends its function */
+	if (_dl_find_object((void *)(ip - 1), &obj) == 0)
+		cfi_rule_at(obj.dlfo_eh_frame, ip - 1, &r);
+#else
+	(void)ip;
+#endif
+	return cfi_pack(&r);
+}
+
+uint64_t rules_miss(uintptr_t ip, uint64_t *ep)
+{
+	uint64_t rule;
+	if (ip >> 48) { /* no room for the epoch */
+		struct cfi_rule r = { CFI_UNKNOWN, 0, 0, 0 };
+		return cfi_pack(&r);
+	}
+	if (stays(ip)) {
+		rule = compute(ip);
+		insert(ip, rule);
+		return rule;
+	}
+	if (!*ep)
+		*ep = rules_epoch();
+	uint64_t key = ip | *ep << 48;
+	if (rules_lookup(key, &rule))
+		return rule;
+	rule = compute(ip) | RULE_DYNAMIC;
+	insert(key, rule);
+	return rule;
+}

@@ -1,0 +1,320 @@
+/* The fast unwinder must return exactly what libunwind returns.  Each case
+ * captures from one call site three times: fast (its per-thread copy still
+ * holds the previous case's stack, often a stale one at the same depth),
+ * libunwind, and fast again (the whole stack unchanged). */
+#include <alloca.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/unwind.h"
+#include "record/unwind_fast.h"
+
+#define NOINLINE __attribute__((noinline))
+#define O0 __attribute__((noinline, optimize("O0")))
+/* keeps a call from becoming a jump, as real code around malloc does */
+#define BARRIER() __asm__ volatile("" ::: "memory")
+
+static int failures, cases;
+static const char *where = "?";
+
+static NOINLINE int grab(uintptr_t *ips, int max)
+{
+	int n = unwind_capture(ips, max);
+	BARRIER();
+	return n;
+}
+
+static void show(const char *name, const uintptr_t *ips, int n)
+{
+	fprintf(stderr, "  %s (%d):", name, n);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, " %#lx", (unsigned long)ips[i]);
+	fprintf(stderr, "\n");
+}
+
+/* expect_fallback: the stack holds a frame fast must not follow */
+static NOINLINE int compare_max(int max, int expect_fallback)
+{
+	static const char *const order[3] = { "fast", "libunwind", "fast" };
+	uintptr_t ips[3][HS_DEPTH_MAX];
+	int n[3];
+	struct unwind_fast_stats before, after;
+	unwind_fast_stats(&before);
+	for (int i = 0; i < 3; i++) {
+		if (unwind_init(order[i])) {
+			fprintf(stderr, "unwind_init(%s) failed\n", order[i]);
+			exit(1);
+		}
+		n[i] = grab(ips[i], max);
+	}
+	unwind_fast_stats(&after);
+	cases++;
+	int bad = n[0] != n[1] || n[2] != n[1] || n[1] <= 0 ||
+		  memcmp(ips[0], ips[1], (size_t)n[1] * sizeof(uintptr_t)) ||
+		  memcmp(ips[2], ips[1], (size_t)n[1] * sizeof(uintptr_t));
+	uint64_t fb = after.fallbacks - before.fallbacks;
+	if (expect_fallback ? fb != 2 : fb != 0) {
+		fprintf(stderr, "%s: %llu fallbacks\n", where,
+			(unsigned long long)fb);
+		bad = 1;
+	}
+	if (bad) {
+		fprintf(stderr, "FAIL %s (max %d)\n", where, max);
+		show("fast", ips[0], n[0]);
+		show("libunwind", ips[1], n[1]);
+		show("fast again", ips[2], n[2]);
+		failures++;
+	}
+	return n[1];
+}
+
+static NOINLINE int compare(void)
+{
+	int n = compare_max(HS_DEPTH_MAX, 0);
+	BARRIER();
+	return n;
+}
+
+/* recursion, optimized (RSP-based CFA) and not (RBP-based) */
+static NOINLINE int rec_o2(int d)
+{
+	if (d <= 1)
+		return compare();
+	int r = rec_o2(d - 1);
+	BARRIER();
+	return r + 1;
+}
+
+static O0 int rec_o0(int d)
+{
+	if (d <= 1)
+		return compare();
+	return rec_o0(d - 1) + 1;
+}
+
+/* variable-length arrays and alloca make the CFA RBP-based even at -O2 */
+static NOINLINE int rec_vla(int d)
+{
+	volatile char buf[16 + d * 8];
+	buf[0] = (char)d;
+	if (d <= 1)
+		return compare() + buf[0];
+	int r = rec_vla(d - 1);
+	BARRIER();
+	return r + buf[0];
+}
+
+static NOINLINE int with_alloca(int n)
+{
+	volatile char *p = alloca((size_t)n);
+	p[0] = 1;
+	int r = compare();
+	BARRIER();
+	return r + p[0];
+}
+
+/* mixed depths and shapes */
+static NOINLINE int mixed(int d)
+{
+	if (d <= 1)
+		return with_alloca(100);
+	int r = (d % 3 == 0 ? rec_o0 : d % 3 == 1 ? rec_vla : rec_o2)(2);
+	r += mixed(d - 1);
+	BARRIER();
+	return r;
+}
+
+/* through function pointers */
+static NOINLINE int via_a(int x)
+{
+	return compare() + x;
+}
+
+static O0 int via_b(int x)
+{
+	return compare() + x;
+}
+
+static int (*volatile table[2])(int) = { via_a, via_b };
+
+static NOINLINE int by_pointer(int i)
+{
+	int r = table[i & 1](i);
+	BARRIER();
+	return r;
+}
+
+/* libc calling back into the program */
+static int cmp_int(const void *a, const void *b)
+{
+	compare();
+	return *(const int *)a - *(const int *)b;
+}
+
+static NOINLINE void through_qsort(void)
+{
+	int v[5] = { 5, 3, 4, 1, 2 };
+	qsort(v, 5, sizeof(v[0]), cmp_int);
+	BARRIER();
+}
+
+/* same depth, different paths: stale return addresses lie in the stack
+ * where the copy kept by the previous capture expects its own */
+static NOINLINE int leaf_big(void)
+{
+	volatile char pad[512];
+	pad[0] = 1;
+	int r = compare();
+	BARRIER();
+	return r + pad[0];
+}
+
+static NOINLINE int leaf_small(void)
+{
+	int r = compare();
+	BARRIER();
+	return r;
+}
+
+static NOINLINE int hop(int i)
+{
+	int r = i ? leaf_small() : leaf_big();
+	BARRIER();
+	return r;
+}
+
+static NOINLINE int site_one(void)
+{
+	int r = hop(0);
+	BARRIER();
+	return r;
+}
+
+static NOINLINE int site_two(void)
+{
+	int r = hop(1);
+	BARRIER();
+	return r;
+}
+
+static NOINLINE void stale(void)
+{
+	for (int i = 0; i < 4; i++) {
+		(i & 1 ? site_two : site_one)();
+		hop(i & 1);
+		(i & 2 ? site_one : site_two)();
+	}
+}
+
+/* truncated captures: fewer frames asked for than the stack has */
+static NOINLINE int rec_trunc(int d, int max)
+{
+	if (d <= 1) {
+		int n = compare_max(max, 0);
+		n += compare_max(max + 3, 0);
+		return n;
+	}
+	int r = rec_trunc(d - 1, max);
+	BARRIER();
+	return r + 1;
+}
+
+/* a signal handler frame: fast must hand the stack to libunwind */
+static volatile int in_handler;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	in_handler = 1;
+	compare_max(HS_DEPTH_MAX, 1);
+}
+
+static NOINLINE void signal_frame(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+	raise(SIGUSR1);
+	BARRIER();
+	if (!in_handler) {
+		fprintf(stderr, "signal handler did not run\n");
+		failures++;
+	}
+}
+
+static void run_all(void)
+{
+	where = "recursion -O2";
+	for (int d = 1; d <= 60; d++)
+		rec_o2(d);
+	where = "recursion -O0";
+	for (int d = 1; d <= 60; d++)
+		rec_o0(d);
+	where = "recursion with VLAs";
+	for (int d = 1; d <= 60; d++)
+		rec_vla(d);
+	where = "mixed shapes";
+	for (int d = 1; d <= 20; d++)
+		mixed(d);
+	where = "function pointers";
+	for (int i = 0; i < 6; i++)
+		by_pointer(i);
+	where = "qsort comparator";
+	through_qsort();
+	where = "stale return addresses";
+	stale();
+	where = "truncated";
+	for (int d = 1; d <= 40; d += 3)
+		for (int max = 1; max <= 12; max += 5)
+			rec_trunc(d, max);
+	where = "signal handler";
+	signal_frame();
+	where = "after the signal";
+	rec_o2(5);
+}
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	run_all();
+	return NULL;
+}
+
+/* Reuse must happen where the outer part is unchanged, or the cases
+ * above prove nothing about it. */
+static NOINLINE void check_reuse(void)
+{
+	struct unwind_fast_stats before, after;
+	unwind_fast_stats(&before);
+	where = "reuse";
+	rec_o2(30);
+	unwind_fast_stats(&after);
+	if (after.reused - before.reused < 2) {
+		fprintf(stderr, "FAIL no reuse (%llu)\n",
+			(unsigned long long)(after.reused - before.reused));
+		failures++;
+	}
+}
+
+int main(void)
+{
+	if (unwind_init("fast")) {
+		printf("1..0 # SKIP fast unwinder not available here\n");
+		return 77;
+	}
+	run_all();
+	check_reuse();
+	pthread_t th;
+	if (pthread_create(&th, NULL, thread_main, NULL) == 0)
+		pthread_join(th, NULL);
+	else
+		failures++;
+	unwind_init("libunwind");
+	printf("%d cases, %d failures\n", cases, failures);
+	return failures ? 1 : 0;
+}
