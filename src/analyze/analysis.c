@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "format/error.h"
 #include "format/reader.h"
@@ -31,34 +30,6 @@ static void pass_finish(struct pass *p)
 	stacks_destroy(p->stacks);
 	symbols_destroy(p->symbols);
 	memset(p, 0, sizeof(*p));
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* After a read error at `offset`: 1 if the file simply ends inside the
- * frame there (a killed writer), 0 if it is corrupt. */
-static int ends_in_partial_frame(const char *path, uint64_t offset)
-{
-	struct stat st;
-	uint8_t h[12];
-	int partial = 0;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return 0;
-	if (fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size > offset) {
-		uint64_t rest = (uint64_t)st.st_size - offset;
-		if (rest < sizeof(h))
-			partial = 1;
-		else if (fseeko(f, (off_t)offset, SEEK_SET) == 0 &&
-			 fread(h, 1, sizeof(h), f) == sizeof(h) &&
-			 memcmp(h, HS_CHUNK_MAGIC, 4) == 0)
-			partial = sizeof(h) + (uint64_t)le32(h + 4) > rest;
-	}
-	fclose(f);
-	return partial;
 }
 
 static int copy_header(struct analysis *a, const struct hs_header *h)
@@ -169,7 +140,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 	}
 	a->duration_ns = now;
 	if (rc < 0) {
-		if (!ends_in_partial_frame(a->path, reader_offset(rd)))
+		if (!reader_truncated(rd))
 			goto out;
 		a->truncated = 1;
 		a->complete = 0;

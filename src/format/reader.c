@@ -18,6 +18,7 @@ struct hs_reader {
 	size_t ccap, ucap;
 	const uint8_t *p, *end; /* undecoded records of the current chunk */
 	uint64_t offset, chunks;
+	int truncated;
 	/* delta state, reset at every chunk */
 	uint64_t prev_ptr;
 	uint64_t chunk_time; /* time deltas restart in every chunk */
@@ -208,6 +209,11 @@ uint64_t reader_offset(const struct hs_reader *r)
 	return r->offset;
 }
 
+int reader_truncated(const struct hs_reader *r)
+{
+	return r->truncated;
+}
+
 uint64_t reader_chunks(const struct hs_reader *r)
 {
 	return r->chunks;
@@ -236,6 +242,7 @@ static int load_chunk(struct hs_reader *r)
 		if (ferror(r->f))
 			return hs_error("%s: read error: %s", r->path,
 					strerror(errno));
+		r->truncated = 1;
 		return hs_error("%s: truncated trace: partial frame header at "
 				"byte %llu", r->path,
 				(unsigned long long)r->offset);
@@ -250,9 +257,11 @@ static int load_chunk(struct hs_reader *r)
 	if (grow(&r->cbuf, &r->ccap, csize ? csize : 1) ||
 	    grow(&r->ubuf, &r->ucap, usize ? usize : 1))
 		return -1;
-	if (fread(r->cbuf, 1, csize, r->f) != csize)
+	if (fread(r->cbuf, 1, csize, r->f) != csize) {
+		r->truncated = !ferror(r->f);
 		return hs_error("%s: truncated trace: partial frame at byte "
 				"%llu", r->path, (unsigned long long)r->offset);
+	}
 	size_t n = ZSTD_decompressDCtx(r->dctx, r->ubuf, usize, r->cbuf, csize);
 	if (ZSTD_isError(n))
 		return hs_error("%s: corrupt trace: frame at byte %llu: %s",

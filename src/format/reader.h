@@ -66,6 +66,9 @@ const struct hs_header *reader_header(const struct hs_reader *r);
 /* 1: a record; 0: clean end of file; -1: error (hs_last_error()), such as
  * a corrupt or truncated chunk.  Records before the error were valid. */
 int reader_next(struct hs_reader *r, struct hs_record *rec);
+/* After reader_next returned -1: whether the file simply ends inside a
+ * chunk (a trace cut short), as opposed to corrupt or foreign bytes. */
+int reader_truncated(const struct hs_reader *r);
 /* Byte offset just past the last complete chunk read. */
 uint64_t reader_offset(const struct hs_reader *r);
 uint64_t reader_chunks(const struct hs_reader *r);
