@@ -33,10 +33,63 @@ static void num(cJSON *o, const char *k, double v)
 	cJSON_AddNumberToObject(o, k, v);
 }
 
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0], cp, n;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+/* Trace strings (argv, paths, symbols) are bytes; JSON text is UTF-8:
+ * each byte of an invalid sequence becomes U+FFFD. */
+static cJSON *string(const char *v)
+{
+	const unsigned char *s = (const unsigned char *)v;
+	size_t bad = 0, len = 0, n;
+	for (; s[len]; len += n ? n : 1)
+		bad += !(n = utf8_len(s + len));
+	if (!bad)
+		return cJSON_CreateString(v);
+	char *fixed = malloc(len + 2 * bad + 1), *o = fixed;
+	if (!fixed)
+		return NULL;
+	for (size_t i = 0; s[i]; i += n ? n : 1) {
+		if ((n = utf8_len(s + i))) {
+			memcpy(o, s + i, n);
+			o += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+		}
+	}
+	*o = 0;
+	cJSON *j = cJSON_CreateString(fixed);
+	free(fixed);
+	return j;
+}
+
 static void str_or_null(cJSON *o, const char *k, const char *v)
 {
 	if (v)
-		cJSON_AddStringToObject(o, k, v);
+		cJSON_AddItemToObject(o, k, string(v));
 	else
 		cJSON_AddNullToObject(o, k);
 }
@@ -46,7 +99,7 @@ static cJSON *program(const struct analysis *a)
 	cJSON *p = cJSON_CreateObject();
 	cJSON *cmd = cJSON_AddArrayToObject(p, "command");
 	for (int i = 0; i < a->argc; i++)
-		cJSON_AddItemToArray(cmd, cJSON_CreateString(a->argv[i]));
+		cJSON_AddItemToArray(cmd, string(a->argv[i]));
 	num(p, "pid", (double)a->pid);
 	int st = (int)a->wait_status;
 	if (a->has_exit && WIFEXITED(st))
@@ -62,7 +115,7 @@ static cJSON *program(const struct analysis *a)
 static cJSON *trace(const struct analysis *a)
 {
 	cJSON *t = cJSON_CreateObject();
-	cJSON_AddStringToObject(t, "path", a->path);
+	str_or_null(t, "path", a->path);
 	num(t, "format_version", a->format_version);
 	num(t, "events", (double)a->events);
 	cJSON_AddBoolToObject(t, "complete", a->complete);
@@ -168,8 +221,7 @@ static cJSON *frames(const struct stack_growth *s)
 		char addr[24];
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
 		cJSON_AddStringToObject(o, "address", addr);
-		cJSON_AddStringToObject(o, "module",
-					f->module ? f->module : "");
+		str_or_null(o, "module", f->module ? f->module : "");
 		str_or_null(o, "function", f->function);
 		str_or_null(o, "file", f->file);
 		if (f->line)
