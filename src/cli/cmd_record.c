@@ -390,6 +390,8 @@ int cmd_record(int argc, char **argv)
 	while (got < 0 && errno == EINTR);
 	if (got == (ssize_t)sizeof(msg)) {
 		waitpid(child_pid, NULL, 0);
+		if (msg[0] == 2 && root[0])
+			unlink(root); /* nothing ran: leave no empty trace */
 		if (msg[0] == 2)
 			fprintf(stderr, "heapslope record: cannot run %s: %s\n",
 				o.cmd[0], strerror(msg[1]));

@@ -316,8 +316,8 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 		rec_realloc_begin(&depth, ips);
 		p = real.mremap(old, old_len, len, flags, new_addr);
 		int e = errno;
-		rec_realloc_end(HS_FN_MREMAP, old, p == MAP_FAILED ? NULL : p,
-				len ? len : 1, depth, ips);
+		rec_mremap_end(old, old_len, p == MAP_FAILED ? NULL : p,
+			       len ? len : 1, depth, ips);
 		errno = e;
 	} else {
 		p = real.mremap(old, old_len, len, flags, new_addr);
@@ -328,27 +328,53 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 
 /* ---- process lifetime: exec and _exit end an image without exit() ---- */
 
-static void before_exec(const char *path)
+static const char execed_var[] = "HEAPSLOPE_EXECED=1";
+
+/* The environment for the new image: the program's, plus a note that a
+ * recorded process exec'd it (in `out`, which has room for n + 2). */
+static char *const *mark_env(char *const envp[], char **out, size_t n)
 {
-	int e = errno;
-	recorder_before_exec(path);
-	errno = e;
+	if (!hs_rec.follow || !hs_rec.on || !envp)
+		return envp;
+	for (size_t i = 0; i < n; i++)
+		out[i] = envp[i];
+	out[n] = (char *)execed_var;
+	out[n + 1] = NULL;
+	return out;
 }
+
+static size_t env_count(char *const envp[])
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	return n;
+}
+
+/* Closes the trace as the image ends; if exec fails, recording resumes. */
+#define EXEC_HOOK(call, path, envp)                                          \
+	if (unlikely(!ready()))                                              \
+		return -1;                                                   \
+	size_t n_ = env_count(envp);                                         \
+	char **env_ = __builtin_alloca((n_ + 2) * sizeof(char *));           \
+	char *const *use_ = mark_env(envp, env_, n_);                        \
+	int e_ = errno;                                                      \
+	recorder_before_exec(path);                                          \
+	errno = e_;                                                          \
+	int rc_ = call;                                                      \
+	e_ = errno;                                                          \
+	recorder_exec_failed();                                              \
+	errno = e_;                                                          \
+	return rc_
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	if (unlikely(!ready()))
-		return -1;
-	before_exec(path);
-	return real.execve(path, argv, envp);
+	EXEC_HOOK(real.execve(path, argv, use_), path, envp);
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	if (unlikely(!ready()))
-		return -1;
-	before_exec(file);
-	return real.execvpe(file, argv, envp);
+	EXEC_HOOK(real.execvpe(file, argv, use_), file, envp);
 }
 
 EXPORT int execv(const char *path, char *const argv[])
@@ -363,19 +389,13 @@ EXPORT int execvp(const char *file, char *const argv[])
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	if (unlikely(!ready()))
-		return -1;
-	before_exec("(fd)");
-	return real.fexecve(fd, argv, envp);
+	EXEC_HOOK(real.fexecve(fd, argv, use_), "(fd)", envp);
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[],
 		    char *const envp[], int flags)
 {
-	if (unlikely(!ready()))
-		return -1;
-	before_exec(path);
-	return real.execveat(dirfd, path, argv, envp, flags);
+	EXEC_HOOK(real.execveat(dirfd, path, argv, use_, flags), path, envp);
 }
 
 /* execl, execlp, execle: collect the arguments, then as execv*. */

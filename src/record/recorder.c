@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "anonmap.h"
 #include "rmem.h"
 
 #ifndef HS_VERSION
@@ -29,7 +31,6 @@
 __thread struct tstate hs_thread HS_TLS;
 struct recorder hs_rec = {
 	.fd = -1,
-	.statm_fd = -1,
 };
 static hs_lock mod_lock;
 
@@ -151,6 +152,8 @@ static void stack_event(unsigned tag, unsigned fn, const void *ptr,
 		p = thread_prefix(t, p);
 		uint32_t id = intern(t, ips, n, &p, &fresh);
 		if (tag == HS_REC_ALLOC) {
+			if (fn == HS_FN_MMAP)
+				anonmap_add((uintptr_t)ptr, size);
 			p = enc_alloc(&R->enc, p, fn, (uintptr_t)ptr, size, id);
 			count_event(fn == HS_FN_MMAP ? HS_COUNT_MMAPS
 						     : HS_COUNT_ALLOCATIONS);
@@ -191,7 +194,10 @@ void rec_munmap(const void *ptr, size_t len)
 {
 	struct recorder *R = &hs_rec;
 	lock_take(&R->lock);
-	uint8_t *p = R->on ? reserve(PREFIX_MAX + HS_EVENT_MAX) : NULL;
+	/* only memory the program mapped anonymously: not its files */
+	uint8_t *p = R->on && anonmap_remove((uintptr_t)ptr, len)
+			     ? reserve(PREFIX_MAX + HS_EVENT_MAX)
+			     : NULL;
 	if (p) {
 		p = thread_prefix(&hs_thread, p);
 		commit(enc_munmap(&R->enc, p, (uintptr_t)ptr, len));
@@ -204,6 +210,21 @@ void rec_realloc_begin(int *depth, uintptr_t *ips)
 {
 	*depth = unwind_capture(ips, hs_rec.depth);
 	lock_take(&hs_rec.lock);
+}
+
+void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
+		    size_t len, int n, const uintptr_t *ips)
+{
+	/* a remapped file mapping is none of our business */
+	if (!anonmap_remove((uintptr_t)old, old_len)) {
+		lock_give(&hs_rec.lock);
+		return;
+	}
+	if (ptr)
+		anonmap_add((uintptr_t)ptr, len);
+	else
+		anonmap_add((uintptr_t)old, old_len); /* failed: still there */
+	rec_realloc_end(HS_FN_MREMAP, old, ptr, len, n, ips);
 }
 
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
@@ -318,7 +339,10 @@ void rec_modules_changed(void)
 static void report_path(const char *path)
 {
 	long fd = env_long("HEAPSLOPE_REPORT_FD", -1, 0, INT_MAX);
-	if (fd < 0)
+	struct stat st;
+	/* only into the pipe of `heapslope record`, never into a file the
+	 * program opened under that number */
+	if (fd < 0 || fstat((int)fd, &st) || !S_ISFIFO(st.st_mode))
 		return;
 	char line[4200];
 	int n = snprintf(line, sizeof(line), "%s\n", path);
@@ -454,11 +478,34 @@ static void start_clock(void)
 	hs_rec.last_flush_ns = 0;
 }
 
+/* Moves the trace out of the program's way (a high descriptor) and
+ * remembers which file it is, to notice if the program closes it. */
+static int keep_output(void)
+{
+	struct recorder *R = &hs_rec;
+	struct stat st;
+	int high = fcntl(R->fd, F_DUPFD_CLOEXEC, 700);
+	if (high >= 0) {
+		close(R->fd);
+		R->fd = high;
+	}
+	if (fstat(R->fd, &st)) {
+		hs_fail_path("fstat", errno);
+		return -1;
+	}
+	R->dev = st.st_dev;
+	R->ino = st.st_ino;
+	return 0;
+}
+
 /* Starts a new trace in this process: file, header, modules, writer. */
 static void start_trace(unsigned options, int adopt)
 {
 	struct recorder *R = &hs_rec;
-	if ((adopt ? adopt_output() : open_output()) || write_header(options))
+	if (R->record_mmap)
+		options |= HS_OPT_MMAP;
+	if ((adopt ? adopt_output() : open_output()) || keep_output() ||
+	    write_header(options))
 		return;
 	R->on = 1;
 	uint8_t *p = R->buf[R->active];
@@ -536,12 +583,16 @@ void recorder_init(int argc, char **argv)
 	}
 	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_checksumFlag, 1);
-	R->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	pthread_atfork(recorder_fork_prepare, recorder_fork_parent,
 		       recorder_fork_child);
 	if (!R->follow)
 		drop_from_preload();
-	start_trace(0, 1);
+	unsigned options = 0;
+	if (getenv("HEAPSLOPE_EXECED")) {
+		options |= HS_OPT_EXECED;
+		unsetenv("HEAPSLOPE_EXECED");
+	}
+	start_trace(options, 1);
 out:
 	t->busy = 0;
 }
@@ -576,11 +627,14 @@ static void finish(unsigned reason, const char *exec_path)
 	uint8_t end[4096 + (HS_COUNT_MAX + 4) * HS_VARINT_MAX];
 	size_t n;
 	lock_take(&R->lock);
-	if (R->on) {
+	/* first let the writer finish, since other threads may append while
+	 * we wait: the end record's counts must include them */
+	if (R->on && wait_idle() == 0 && R->on) {
 		encode_end(end, &n, reason, exec_path);
 		flush_sync(end, n);
-		if (reason != HS_END_EXEC)
-			R->on = 0;
+		/* nothing after the end record: at exec the other threads
+		 * still run until the kernel replaces the image */
+		R->on = 0;
 	}
 	lock_give(&R->lock);
 	t->busy = was;
@@ -594,6 +648,26 @@ void recorder_finish(unsigned reason)
 void recorder_before_exec(const char *path)
 {
 	finish(HS_END_EXEC, path ? path : "");
+}
+
+void recorder_exec_failed(void)
+{
+	struct recorder *R = &hs_rec;
+	struct tstate *t = &hs_thread;
+	if (R->failed || R->on || getpid() != R->pid || R->fd < 0)
+		return;
+	int was = t->busy;
+	t->busy = 1;
+	if (R->writer_running) { /* it ended when recording stopped */
+		pthread_join(R->writer, NULL);
+		R->writer_running = 0;
+	}
+	lock_take(&R->lock);
+	R->on = 1;
+	R->stop = 0;
+	lock_give(&R->lock);
+	writer_start();
+	t->busy = was;
 }
 
 void recorder_fork_prepare(void)
@@ -630,9 +704,6 @@ void recorder_fork_child(void)
 	R->fd = -1;
 	if (!was_on || !R->follow)
 		goto out;
-	if (R->statm_fd >= 0)
-		close(R->statm_fd);
-	R->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	R->gen++;
 	memset(R->counts, 0, sizeof(R->counts));
 	modlist_clear(&R->known);

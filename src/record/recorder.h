@@ -59,6 +59,8 @@ struct recorder {
 	/* output */
 	int fd;
 	uint64_t file_off; /* end of the last complete chunk */
+	dev_t dev;         /* identity of the trace file behind fd */
+	ino_t ino;
 	char path[4096];
 	ZSTD_CCtx *cctx;
 	uint8_t *cout;
@@ -71,7 +73,6 @@ struct recorder {
 	int interval_ms;
 	int follow;
 	int record_mmap;
-	int statm_fd;
 	int has_mallinfo;
 	uint64_t start_ns; /* CLOCK_MONOTONIC at start */
 	int argc;
@@ -87,6 +88,7 @@ static inline int recorder_wants(const struct tstate *t)
 void recorder_init(int argc, char **argv);
 void recorder_finish(unsigned reason);
 void recorder_before_exec(const char *path);
+void recorder_exec_failed(void); /* exec returned: record again */
 void recorder_fork_prepare(void);
 void recorder_fork_parent(void);
 void recorder_fork_child(void);
@@ -101,6 +103,9 @@ void rec_munmap(const void *p, size_t len);
 void rec_realloc_begin(int *depth, uintptr_t *ips);
 void rec_realloc_end(unsigned fn, const void *old, const void *p,
 		     size_t size, int depth, const uintptr_t *ips);
+/* the same for mremap: recorded only for the program's anonymous maps */
+void rec_mremap_end(const void *old, size_t old_len, const void *p,
+		    size_t len, int depth, const uintptr_t *ips);
 void rec_mark(unsigned kind, const char *label);
 void rec_thread_name(const char *name);
 void rec_modules_changed(void);
@@ -113,6 +118,9 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi);
 /* With the lock held: appends a sample record. */
 void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
 		   int has_mi);
+/* With the lock held: waits until the writer has no buffer in hand (the
+ * lock is released meanwhile: other threads may append). */
+int wait_idle(void);
 /* With the lock held: writes everything buffered, then extra bytes. */
 int flush_sync(const uint8_t *extra, size_t n);
 void hs_fail(const char *what, int err);

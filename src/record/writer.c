@@ -2,8 +2,10 @@
  * that compresses full buffers into chunks, periodic samples and flushes.
  * Allocating threads only copy bytes; compression happens here. */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -76,6 +78,14 @@ static int write_chunk(const uint8_t *src, size_t n)
 		hs_fail("zstd compression failed", 0);
 		return -1;
 	}
+	struct stat st;
+	if (fstat(hs_rec.fd, &st) || st.st_dev != hs_rec.dev ||
+	    st.st_ino != hs_rec.ino) {
+		/* the program closed our descriptor (and may have reused its
+		 * number for a file of its own): never write there */
+		hs_fail_path("the program closed the trace descriptor of", 0);
+		return -1;
+	}
 	if (write_all(hs_rec.fd, hs_rec.cout, c)) {
 		int err = errno;
 		/* a full disk: cut the partial chunk so the trace stays whole
@@ -125,7 +135,7 @@ void commit(uint8_t *end)
 	hs_rec.len = (size_t)(end - hs_rec.buf[hs_rec.active]);
 }
 
-int flush_sync(const uint8_t *extra, size_t n)
+int wait_idle(void)
 {
 	struct recorder *R = &hs_rec;
 	if (R->pending && !R->writer_running) {
@@ -135,7 +145,13 @@ int flush_sync(const uint8_t *extra, size_t n)
 	}
 	while (R->pending && !R->failed)
 		event_wait(&R->space, &R->lock, 0);
-	if (R->failed)
+	return R->failed ? -1 : 0;
+}
+
+int flush_sync(const uint8_t *extra, size_t n)
+{
+	struct recorder *R = &hs_rec;
+	if (wait_idle())
 		return -1;
 	if (extra && n) {
 		if (R->len + n > R->cap) {
@@ -158,9 +174,11 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi)
 {
 	char buf[128];
 	*rss = 0;
-	ssize_t n = hs_rec.statm_fd >= 0
-			    ? pread(hs_rec.statm_fd, buf, sizeof(buf) - 1, 0)
-			    : -1;
+	/* opened each time: the program may close any fd it did not open */
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
 	if (n > 0) {
 		unsigned long size = 0, resident = 0;
 		buf[n] = 0;
@@ -238,11 +256,12 @@ static void *writer_main(void *arg)
 			if (R->on)
 				sample_append(now_ns(), rss, &mi, has_mi);
 		}
-		if (modules_generation() != R->mod_generation) {
-			lock_give(&R->lock);
+		/* the loader's lock is taken by threads that then free
+		 * memory (dlclose): never ask it with our lock held */
+		lock_give(&R->lock);
+		if (modules_generation() != R->mod_generation)
 			rec_modules_changed();
-			lock_take(&R->lock);
-		}
+		lock_take(&R->lock);
 		if (!R->pending && R->len && t - R->last_flush_ns >= FLUSH_NS &&
 		    R->on)
 			swap_buffers();
