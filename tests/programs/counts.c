@@ -2,11 +2,14 @@
  *   counts FUNC N     N calls of FUNC (each followed by a free, except
  *                     for free itself, whose N blocks come from malloc)
  *   counts mix N      N rounds of every function, see below
+ *   counts marks N    N batch marks and N labelled marks, no allocation
+ *   counts deep N     one malloc(777) at the bottom of N nested calls
  * Prints nothing: stdio would allocate its buffers. */
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "heapslope.h"
 #include "sink.h"
 
 static void *one(const char *fn, size_t i)
@@ -18,9 +21,9 @@ static void *one(const char *fn, size_t i)
 	else if (!strcmp(fn, "calloc"))
 		p = calloc(n, 3);
 	else if (!strcmp(fn, "realloc"))
-		p = realloc(NULL, n);
+		p = realloc(opaque(NULL), n);
 	else if (!strcmp(fn, "reallocarray"))
-		p = reallocarray(NULL, n, 2);
+		p = reallocarray(opaque(NULL), n, 2);
 	else if (!strcmp(fn, "posix_memalign")) {
 		if (posix_memalign(&p, 64, n))
 			p = NULL;
@@ -33,6 +36,13 @@ static void *one(const char *fn, size_t i)
 	else if (!strcmp(fn, "pvalloc"))
 		p = pvalloc(n);
 	sink(p);
+	return p;
+}
+
+__attribute__((noinline)) static void *deep(size_t n)
+{
+	void *p = n ? deep(n - 1) : malloc(777);
+	sink(p); /* not a tail call: every level keeps its frame */
 	return p;
 }
 
@@ -50,8 +60,8 @@ int main(int argc, char **argv)
 			v[1] = calloc(4, 8);
 			v[0] = realloc(v[0], 64);
 			v[1] = reallocarray(v[1], 8, 16);
-			v[2] = realloc(NULL, 32);
-			v[3] = reallocarray(NULL, 4, 4);
+			v[2] = realloc(opaque(NULL), 32);
+			v[3] = reallocarray(opaque(NULL), 4, 4);
 			if (posix_memalign(&v[4], 64, 100))
 				return 1;
 			v[5] = aligned_alloc(64, 128);
@@ -64,6 +74,18 @@ int main(int argc, char **argv)
 				sink(v[k]);
 				free(v[k]);
 			}
+		}
+		return 0;
+	}
+	if (!strcmp(fn, "deep")) {
+		void *p = deep(n);
+		free(p);
+		return 0;
+	}
+	if (!strcmp(fn, "marks")) {
+		for (size_t i = 0; i < n; i++) {
+			HEAPSLOPE_MARK_BATCH();
+			HEAPSLOPE_MARK("a label");
 		}
 		return 0;
 	}

@@ -16,8 +16,12 @@ static void show(const char *name, void *p, int err)
 	sink(p);
 }
 
+/* volatile: the compiler must not see (and warn about) the huge sizes */
+static volatile size_t vmax = SIZE_MAX;
+
 int main(void)
 {
+	const size_t max = vmax;
 	void *p;
 	int rc;
 
@@ -33,11 +37,17 @@ int main(void)
 	printf("realloc0: %s\n", q ? "ptr" : "NULL");
 	free(q);
 
-	p = realloc(NULL, 777);
+	p = malloc(1234);
+	fprintf(stderr, "addr reallocarray0-old %p\n", p);
+	q = reallocarray(p, 0, 8); /* frees p, as realloc(p, 0) */
+	printf("reallocarray0: %s\n", q ? "ptr" : "NULL");
+	free(q);
+
+	p = realloc(opaque(NULL), 777);
 	show("realloc-null", p, errno);
 	free(p);
 
-	p = reallocarray(NULL, 11, 7);
+	p = reallocarray(opaque(NULL), 11, 7);
 	show("reallocarray-null", p, errno);
 	free(p);
 
@@ -46,27 +56,30 @@ int main(void)
 	free(p);
 
 	errno = 0;
-	p = malloc(SIZE_MAX);
+	p = malloc(max);
 	show("malloc-max", p, errno);
 
 	errno = 0;
-	p = calloc(SIZE_MAX / 2, 4);
+	p = calloc(max / 2, 4);
 	show("calloc-overflow", p, errno);
 
 	errno = 0;
-	p = realloc(NULL, SIZE_MAX - 4096);
+	p = realloc(opaque(NULL), max - 4096);
 	show("realloc-null-max", p, errno);
 
 	errno = 0;
-	p = reallocarray(NULL, SIZE_MAX / 2, 3);
+	p = reallocarray(opaque(NULL), max / 2, 3);
 	show("reallocarray-overflow", p, errno);
 
 	p = malloc(100);
-	errno = 0;
-	q = realloc(p, SIZE_MAX - 8192); /* fails: p stays valid */
-	show("realloc-grow-max", q, errno);
 	fprintf(stderr, "addr realloc-grow-max-old %p\n", p);
-	free(p);
+	errno = 0;
+	q = realloc(p, max - 8192); /* fails: p stays valid */
+	show("realloc-grow-max", q, errno);
+	if (!q)
+		free(p); /* p is still ours */
+	else
+		free(q);
 
 	p = (void *)1;
 	errno = 0;
@@ -81,7 +94,7 @@ int main(void)
 	free(p);
 
 	errno = 0;
-	p = memalign(SIZE_MAX, 8); /* alignment too large: EINVAL */
+	p = memalign(max, 8); /* alignment too large: EINVAL */
 	show("memalign-bad", p, errno);
 
 	p = memalign(256, 300);

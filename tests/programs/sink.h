@@ -8,4 +8,12 @@ static inline void sink(void *p)
 	__asm__ volatile("" : : "r"(p) : "memory");
 }
 
+/* A value the compiler cannot see through: realloc(NULL, n) must stay a
+ * realloc, not be folded into malloc(n). */
+static inline void *opaque(void *p)
+{
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+
 #endif

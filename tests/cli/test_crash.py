@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""8. Crash safety: a victim allocating continuously, with batch marks, is
+killed with SIGKILL after ~1.5 s.  Its trace is readable up to the last
+flush: dump exits 0, says incomplete on stderr, --stats reports
+complete: no and the events read so far."""
+import os
+import signal
+import subprocess
+import time
+
+from common import (HEAPSLOPE, check, check_eq, dump_stats, fail, main, prog,
+                    run, sanitizer_report, tmpdir)
+
+
+def kill_after(seconds, extra_opts=(), flushed=True):
+    with tmpdir() as d:
+        argv = [HEAPSLOPE, "record", "-o", "trace.hst", *extra_opts, "--",
+                prog("forever"), "60"]
+        p = subprocess.Popen(argv, cwd=d, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            line = p.stdout.readline().decode()
+            check(line.startswith("pid "), f"forever printed {line!r}")
+            pid = int(line.split()[1])
+            # the victim itself, not record: it must not get to close its trace
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                check(b"forever" in f.read(), f"pid {pid} is not the victim")
+            time.sleep(seconds)
+            os.kill(pid, signal.SIGKILL)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        check_eq(p.returncode, 128 + signal.SIGKILL,
+                 f"record's exit status after SIGKILL (stderr {err!r})")
+        path = os.path.join(d, "trace.hst")
+        check(b"heapslope: trace written to trace.hst" in err,
+              f"record did not report the trace: {err!r}")
+
+        r = run([HEAPSLOPE, "dump", path])
+        errtext = r.err.decode(errors="replace")
+        check(0 <= r.rc < 128 and not sanitizer_report(errtext),
+              "dump of a killed trace crashed:\n" + r.describe())
+        check_eq(r.rc, 0, "dump of a killed trace: exit status "
+                 f"(stderr: {errtext.strip()})")
+        check("incomplete" in errtext,
+              f"dump of a killed trace does not say incomplete: {errtext!r}")
+        check_eq(len(errtext.splitlines()), 1, "dump of a killed trace: "
+                 "stderr lines")
+        s = dump_stats(path)
+        check_eq(s.get("complete"), "no", "killed trace: complete")
+        check("end_reason" not in s, f"killed trace has an end record: {s}")
+        if flushed:
+            # flushed at least twice per second: most of 1.5 s is there
+            check(b" mark batch" in r.out, "dump of a killed trace: no marks")
+            check(s.get("events", 0) > 0,
+                  f"killed trace: events {s.get('events')}")
+            check(s.get("marks", 0) > 0,
+                  f"killed trace: marks {s.get('marks')}")
+            check(s.get("allocations", 0) > 1000,
+                  f"killed trace: only {s.get('allocations')} allocations "
+                  f"after {seconds} s")
+        if s.get("exit_signal") is not None:
+            check_eq(s["exit_signal"], signal.SIGKILL,
+                     "killed trace: exit_signal")
+        else:
+            fail(f"killed trace: no exit record from record: {s}")
+        print(f"   killed after {seconds} s: {s['events']} events, "
+              f"{s['marks']} marks, {s['frames']} frames readable")
+
+
+def test_sigkill():
+    kill_after(1.5)
+
+
+def test_sigkill_early():
+    """Killed before the first periodic flush: maybe nothing but the
+    header, still a readable, incomplete trace."""
+    kill_after(0.05, ["--interval", "0"], flushed=False)
+
+
+def test_sigterm_to_record():
+    """record passes SIGTERM on to the victim and exits 128+15."""
+    with tmpdir() as d:
+        argv = [HEAPSLOPE, "record", "-o", "trace.hst", "--",
+                prog("forever"), "60"]
+        p = subprocess.Popen(argv, cwd=d, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            line = p.stdout.readline().decode()
+            check(line.startswith("pid "), f"forever printed {line!r}")
+            pid = int(line.split()[1])
+            time.sleep(0.7)
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        check_eq(p.returncode, 128 + signal.SIGTERM,
+                 f"record's exit status after SIGTERM (stderr {err!r})")
+        check(not os.path.exists(f"/proc/{pid}"), "the victim survived")
+        s = dump_stats(os.path.join(d, "trace.hst"))
+        check_eq(s.get("exit_signal"), signal.SIGTERM, "trace: exit_signal")
+        check(s.get("events", 0) > 0, "SIGTERM'd trace: no events")
+
+
+if __name__ == "__main__":
+    main([test_sigkill, test_sigkill_early, test_sigterm_to_record])
