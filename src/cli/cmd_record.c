@@ -54,7 +54,8 @@ static const struct argp_option options[] = {
 	{ "keep-pymalloc", OPT_KEEP_PY, NULL, 0,
 	  "Do not set PYTHONMALLOC=malloc for Python programs", 0 },
 	{ "unwind", OPT_UNWIND, "METHOD", 0,
-	  "Stack unwinder: libunwind (default)", 0 },
+	  "Stack unwinder: fast (the default: own DWARF unwinder with a cache, "
+	  "falling back to libunwind) or libunwind", 0 },
 	{ 0 }
 };
 
@@ -99,7 +100,7 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		o->keep_pymalloc = 1;
 		break;
 	case OPT_UNWIND:
-		if (strcmp(arg, "libunwind") != 0)
+		if (strcmp(arg, "libunwind") != 0 && strcmp(arg, "fast") != 0)
 			argp_error(state, "unknown --unwind method '%s'", arg);
 		o->unwind = arg;
 		break;

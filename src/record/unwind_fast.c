@@ -12,12 +12,19 @@
  * stack by returned calls cannot fool this: they are never both in the
  * same place and consistent with the current state.
  *
+ * Short of that, a kept frame with the same return address shows the
+ * step to take without a rule lookup (moved, if its CFA is RSP-based),
+ * and the recorder's own leading frames, whose place moves with the
+ * caller's depth, are stepped over in one go as a walk went through them
+ * before.
+ *
  * Anything unusual returns -1 and the caller uses libunwind instead. */
 #include "unwind_fast.h"
 
 #include <pthread.h>
 #include <string.h>
 
+#include "rmem.h"
 #include "unwind.h"
 #include "unwind_cfi.h"
 #include "unwind_rules.h"
@@ -25,9 +32,9 @@
 #define TLS __attribute__((tls_model("initial-exec")))
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-/* Frames kept per thread: the default depth with room to spare; deeper
- * stacks are still captured, only not reused beyond this. */
-#define KEEP_MAX 96
+/* Frames kept per thread: twice the default depth; deeper stacks are
+ * still captured, only not reused. */
+#define KEEP_MAX 128
 /* libunwind stops at a return address below this; so do we */
 #define IP_MIN 0x4000
 
@@ -70,12 +77,24 @@ struct shadow {
 	int own_next;   /* the way to replace */
 	struct unwind_fast_stats st;
 };
-static __thread struct shadow shadow TLS;
+/* Mapped on a thread's first capture, unmapped when it exits: static TLS
+ * this large would shrink every thread's stack, or stop threads with a
+ * minimal one from being created at all. */
+static __thread struct shadow *shadow TLS;
+#define SHADOW_GONE ((struct shadow *)1) /* the thread is exiting */
+
+#ifdef UNWIND_FAST_SUPPORTED
+static pthread_key_t shadow_key;
+static int have_key;
+static void shadow_gone(void *p);
+#endif
 
 int unwind_fast_init(void)
 {
 #ifdef UNWIND_FAST_SUPPORTED
-	return rules_init();
+	if (!have_key && pthread_key_create(&shadow_key, shadow_gone) == 0)
+		have_key = 1;
+	return have_key ? rules_init() : -1;
 #else
 	return -1;
 #endif
@@ -83,10 +102,34 @@ int unwind_fast_init(void)
 
 void unwind_fast_stats(struct unwind_fast_stats *s)
 {
-	*s = shadow.st;
+	static const struct unwind_fast_stats none;
+	*s = shadow > SHADOW_GONE ? shadow->st : none;
 }
 
 #ifdef UNWIND_FAST_SUPPORTED
+
+/* The key is for its destructor only.  Created early, it gets one of
+ * the first slots, whose values need no allocation (a later free of one
+ * would be recorded without its allocation). */
+static void shadow_gone(void *p)
+{
+	shadow = SHADOW_GONE; /* first: a signal handler may capture */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	rmem_unmap(p, sizeof(struct shadow));
+}
+
+static struct shadow *shadow_get(void)
+{
+	struct shadow *sh = have_key ? rmem_map(sizeof(*sh)) : NULL;
+	if (!sh)
+		return NULL;
+	if (pthread_setspecific(shadow_key, sh)) {
+		rmem_unmap(sh, sizeof(*sh));
+		return NULL;
+	}
+	shadow = sh;
+	return sh;
+}
 
 /* Stack bounds once per thread.  For the main thread glibc reads
  * /proc/self/maps here (and allocates): rare, and hooks pass that on. */
@@ -121,11 +164,6 @@ struct walk {
 	 * keep[dyn] is the outermost verified DYNAMIC frame */
 	int i, ok, bad, dyn;
 };
-
-static inline int readable(const struct walk *w, uintptr_t a)
-{
-	return a - w->lo <= w->span;
-}
 
 static inline uintptr_t load(uintptr_t a)
 {
@@ -432,7 +470,10 @@ __attribute__((visibility("hidden"), used)) int
 hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 	     uintptr_t slot, uintptr_t fp)
 {
-	struct shadow *sh = &shadow;
+	struct shadow *sh = shadow;
+	if (unlikely(sh <= SHADOW_GONE) &&
+	    (sh == SHADOW_GONE || !(sh = shadow_get())))
+		return -1;
 	sh->st.captures++;
 	if (unlikely(!sh->hi) && !sh->bad)
 		bounds(sh);

@@ -3,6 +3,7 @@
  * holds the previous case's stack, often a stale one at the same depth),
  * libunwind, and fast again (the whole stack unchanged). */
 #include <alloca.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -13,8 +14,17 @@
 #include "record/unwind.h"
 #include "record/unwind_fast.h"
 
+#if __has_include(<zlib.h>)
+#include <zlib.h>
+#define HAVE_ZLIB 1
+#endif
+
 #define NOINLINE __attribute__((noinline))
+#ifdef __clang__
+#define O0 __attribute__((noinline, optnone))
+#else
 #define O0 __attribute__((noinline, optimize("O0")))
+#endif
 /* keeps a call from becoming a jump, as real code around malloc does */
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
@@ -44,6 +54,12 @@ static NOINLINE int compare_max(int max, int expect_fallback)
 	int n[3];
 	struct unwind_fast_stats before, after;
 	unwind_fast_stats(&before);
+	/* one call site for all three: the loop must stay a loop */
+#if defined(__clang__)
+#pragma nounroll
+#else
+#pragma GCC unroll 1
+#endif
 	for (int i = 0; i < 3; i++) {
 		if (unwind_init(order[i])) {
 			fprintf(stderr, "unwind_init(%s) failed\n", order[i]);
@@ -162,6 +178,53 @@ static NOINLINE void through_qsort(void)
 	BARRIER();
 }
 
+#ifdef HAVE_ZLIB
+/* Code loaded and unloaded at run time: zlib's inflateBack calls back for
+ * input.  Its rules hold until a module is unloaded. */
+static unsigned zlib_input(void *desc, unsigned char **buf)
+{
+	(void)desc;
+	*buf = NULL;
+	compare();
+	return 0; /* no input: inflateBack gives up */
+}
+
+static int zlib_output(void *desc, unsigned char *buf, unsigned len)
+{
+	(void)desc, (void)buf, (void)len;
+	return 0;
+}
+
+static NOINLINE void through_dlopen(void)
+{
+	static unsigned char window[32768];
+	void *lib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return; /* not installed: nothing to check */
+	int (*init)(z_streamp, int, unsigned char *, const char *, int) =
+		(int (*)(z_streamp, int, unsigned char *, const char *, int))
+			dlsym(lib, "inflateBackInit_");
+	int (*back)(z_streamp, in_func, void *, out_func, void *) =
+		(int (*)(z_streamp, in_func, void *, out_func, void *))
+			dlsym(lib, "inflateBack");
+	int (*end)(z_streamp) =
+		(int (*)(z_streamp))dlsym(lib, "inflateBackEnd");
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (init && back && end &&
+	    init(&z, 15, window, ZLIB_VERSION, (int)sizeof(z)) == Z_OK) {
+		back(&z, zlib_input, NULL, zlib_output, NULL);
+		end(&z);
+	}
+	dlclose(lib);
+	BARRIER();
+}
+#else
+static void through_dlopen(void)
+{
+}
+#endif
+
 /* same depth, different paths: stale return addresses lie in the stack
  * where the copy kept by the previous capture expects its own */
 static NOINLINE int leaf_big(void)
@@ -266,6 +329,9 @@ static void run_all(void)
 		by_pointer(i);
 	where = "qsort comparator";
 	through_qsort();
+	where = "dlopen, dlclose, dlopen again";
+	for (int i = 0; i < 3; i++)
+		through_dlopen();
 	where = "stale return addresses";
 	stale();
 	where = "truncated";
