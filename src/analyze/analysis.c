@@ -274,6 +274,7 @@ static int rank(struct analysis *a, const struct analysis_opts *o,
 			return -1;
 	}
 	a->shown = a->nstacks < o->top ? a->nstacks : o->top;
+	a->paths_shown = o->top;
 	for (size_t i = 0; i < a->shown; i++) {
 		struct stack_growth *g = &a->stacks[i];
 		if (add_frames(p->symbols, p->stacks, g, o->group_by_site))

@@ -62,6 +62,7 @@ struct analysis {
 	 * frames */
 	struct stack_growth *stacks;
 	size_t nstacks, shown;
+	size_t paths_shown; /* with by_site: paths per site that have frames */
 	int by_site;
 	size_t distinct_stacks;
 	struct symbols *symbols; /* owns the frames' module names */

@@ -237,14 +237,18 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 		frames(o, g, "      ");
 		if (!a->by_site)
 			continue;
-		for (size_t j = 0; j < g->npaths && j < PATHS_SHOWN; j++) {
+		/* only the paths the analysis symbolized (--top of them) */
+		size_t np = a->paths_shown < PATHS_SHOWN ? a->paths_shown
+							 : PATHS_SHOWN;
+		if (np > g->npaths)
+			np = g->npaths;
+		for (size_t j = 0; j < np; j++) {
 			fprintf(o, "    path %zu of %zu: ", j + 1, g->npaths);
 			head(o, &g->paths[j], "", utf8);
 			frames(o, &g->paths[j], "        ");
 		}
-		if (g->npaths > PATHS_SHOWN)
-			fprintf(o, "    ... %zu more paths\n",
-				g->npaths - PATHS_SHOWN);
+		if (g->npaths > np)
+			fprintf(o, "    ... %zu more paths\n", g->npaths - np);
 	}
 }
 

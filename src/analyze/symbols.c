@@ -316,6 +316,22 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* The CU holding address a, by walking every CU: for modules without
+ * .debug_aranges (clang's default), where libdwfl's lookup finds none. */
+static Dwarf_Die *cu_by_scan(Dwfl_Module *dm, Dwarf_Addr a,
+			     Dwarf_Addr *bias, Dwarf_Die *out)
+{
+	Dwarf *dw = dwfl_module_getdwarf(dm, bias);
+	Dwarf_CU *cu = NULL;
+	if (!dw)
+		return NULL;
+	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, out, NULL) == 0)
+		if (dwarf_tag(out) == DW_TAG_compile_unit &&
+		    dwarf_haspc(out, a - *bias) > 0)
+			return out;
+	return NULL;
+}
+
 int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 		    size_t *n, size_t *cap)
 {
@@ -343,7 +359,14 @@ int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 					     NULL)
 			     : NULL;
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(dm, a, &bias);
+	Dwarf_Die *cu = dwfl_module_addrdie(dm, a, &bias), cu_mem;
+	if (!cu && (cu = cu_by_scan(dm, a, &bias, &cu_mem)) && !src) {
+		/* no .debug_aranges (clang): the line from the CU found */
+		Dwarf_Line *dl = dwarf_getsrc_die(cu, a - bias);
+		if (dl && (src = dwarf_linesrc(dl, NULL, NULL)) &&
+		    dwarf_lineno(dl, &lineno) != 0)
+			lineno = 0;
+	}
 	Dwarf_Die *scopes = NULL;
 	int ns = cu ? dwarf_getscopes(cu, a - bias, &scopes) : 0;
 	Dwarf_Files *files = NULL;

@@ -1,0 +1,356 @@
+"""Helpers of the analyzer tests: record a victim, run `heapslope analyze
+--json -` on the trace, and check a report against the JSON contract of
+DESIGN.md (heapslope-report(5)).
+
+Builds on tests/cli/common.py (record, run, dump_stats, check...).
+
+Environment (set by tests/analyze/meson.build):
+  HEAPSLOPE             the heapslope CLI
+  HEAPSLOPE_PROGRAMS    directory of the built analyzer victims (av_*)
+  HEAPSLOPE_LIB         recorder library; if unset, HEAPSLOPE_LIB_DEFAULT
+  HEAPSLOPE_TRAINSIM    the training-loop simulator (data/trainsim)
+"""
+import json
+import math
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "cli"))
+
+from common import (HEAPSLOPE, TestFailure, check, check_eq,  # noqa: E402,F401
+                    dump_stats, fail, main, prog, record, run,
+                    sanitizer_report, tmpdir)
+
+TRAINSIM = os.environ.get("HEAPSLOPE_TRAINSIM", "")
+
+# The simulator's growth (data/trainsim.c)
+LEAK_PER_BATCH = 102400
+CACHE_PER_BATCH = 10240
+LIVE_PER_BATCH = LEAK_PER_BATCH + CACHE_PER_BATCH
+
+VERDICTS = ("leak", "retention", "fragmentation", "mixed", "stable")
+ALL_STACKS = "1000000"  # --top: every stack
+
+
+def trainsim():
+    check(TRAINSIM and os.access(TRAINSIM, os.X_OK),
+          f"HEAPSLOPE_TRAINSIM={TRAINSIM!r} is not an executable")
+    return TRAINSIM
+
+
+def no_crash(r, what):
+    """The command ended by itself (no signal) and no sanitizer spoke."""
+    err = r.err.decode(errors="replace")
+    check(0 <= r.rc < 128, f"{what}: killed by a signal:\n" + r.describe())
+    check(not sanitizer_report(err),
+          f"{what}: a sanitizer or crash report on stderr:\n" + r.describe())
+
+
+def analyze_run(trace, *opts, timeout=120, cwd=None):
+    """heapslope analyze OPTS TRACE: the Run, checked for crashes only."""
+    r = run([HEAPSLOPE, "analyze", *opts, trace], timeout=timeout, cwd=cwd)
+    no_crash(r, f"analyze {' '.join(opts)} {trace}")
+    return r
+
+
+def analyze(trace, *opts, timeout=120, cwd=None, quiet=True):
+    """heapslope analyze --json - OPTS TRACE: exit 0, stdout is the JSON
+    report alone (parsed and returned); with quiet, nothing on stderr."""
+    r = analyze_run(trace, "--json", "-", *opts, timeout=timeout, cwd=cwd)
+    if r.rc != 0:
+        fail("analyze failed:\n" + r.describe())
+    if quiet and r.err.strip():
+        fail("analyze wrote to stderr:\n" + r.describe())
+    try:
+        return json.loads(r.out.decode())
+    except ValueError as e:
+        fail(f"analyze --json - printed no valid JSON ({e}):\n" + r.describe())
+
+
+def record_trace(cmd, d, name="trace.hst"):
+    return record(cmd, d, output=name).trace()
+
+
+def functions(stack):
+    return [f.get("function") for f in stack["frames"]]
+
+
+def stacks_at(report, fn):
+    """The stacks whose innermost frame is function fn."""
+    return [s for s in report["stacks"]
+            if s["frames"] and s["frames"][0].get("function") == fn]
+
+
+def one_stack_at(report, fn):
+    found = stacks_at(report, fn)
+    if len(found) != 1:
+        fail(f"expected exactly one stack allocating in {fn}, found "
+             f"{len(found)}; innermost functions of the stacks: "
+             f"{sorted(set(str(functions(s)[:1]) for s in report['stacks']))}")
+    return found[0]
+
+
+def near(got, want, rel, what):
+    check(isinstance(got, (int, float)) and not isinstance(got, bool),
+          f"{what}: {got!r} is not a number")
+    if abs(got - want) > rel * abs(want):
+        fail(f"{what}: got {got}, expected {want} within {rel:.0%}")
+
+
+def leak_totals(report):
+    t = report["totals"]
+    return t["leaked_bytes"], t["leaked_blocks"]
+
+
+def sum_leaks(stacks):
+    return (sum(s["leaked_bytes"] for s in stacks),
+            sum(s["leaked_blocks"] for s in stacks))
+
+
+_baseline = None
+
+
+def baseline_report():
+    """The report of the empty victim: libc's own blocks."""
+    global _baseline
+    if _baseline is None:
+        with tmpdir() as d:
+            t = record_trace([prog("av_empty")], d)
+            _baseline = analyze(t, "--top", ALL_STACKS)
+            validate_report(_baseline, "empty victim")
+            check(_baseline["trace"]["complete"] is True,
+                  "empty victim: trace not complete")
+    return _baseline
+
+
+# ---- the JSON contract -------------------------------------------------
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v):
+    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+class Schema:
+    """Checks one report; every problem is collected, then reported."""
+
+    def __init__(self, what):
+        self.what = what
+        self.errors = []
+
+    def err(self, path, msg):
+        self.errors.append(f"{path}: {msg}")
+
+    def obj(self, v, path, keys):
+        """v is an object holding at least `keys`; returns whether it is
+        an object."""
+        if not isinstance(v, dict):
+            self.err(path, f"not an object: {v!r:.80}")
+            return False
+        for k in keys:
+            if k not in v:
+                self.err(path, f"missing key {k!r}")
+        return True
+
+    def int_(self, o, k, path, minimum=0, null=False):
+        if k not in o:
+            return None
+        v = o[k]
+        if v is None and null:
+            return None
+        if not _is_int(v):
+            self.err(f"{path}.{k}", f"not an integer{' or null' if null else ''}: {v!r}")
+            return None
+        if minimum is not None and v < minimum:
+            self.err(f"{path}.{k}", f"{v} < {minimum}")
+        return v
+
+    def num(self, o, k, path, null=False, lo=None, hi=None):
+        if k not in o:
+            return None
+        v = o[k]
+        if v is None and null:
+            return None
+        if not _is_num(v):
+            self.err(f"{path}.{k}", f"not a finite number{' or null' if null else ''}: {v!r}")
+            return None
+        if lo is not None and v < lo:
+            self.err(f"{path}.{k}", f"{v} < {lo}")
+        if hi is not None and v > hi:
+            self.err(f"{path}.{k}", f"{v} > {hi}")
+        return v
+
+    def str_(self, o, k, path, null=False, nonempty=False):
+        if k not in o:
+            return None
+        v = o[k]
+        if v is None and null:
+            return None
+        if not isinstance(v, str):
+            self.err(f"{path}.{k}", f"not a string{' or null' if null else ''}: {v!r}")
+            return None
+        if nonempty and not v:
+            self.err(f"{path}.{k}", "empty string")
+        return v
+
+    def bool_(self, o, k, path):
+        if k in o and not isinstance(o[k], bool):
+            self.err(f"{path}.{k}", f"not a boolean: {o[k]!r}")
+
+
+R2_EPS = 1e-9
+
+
+def validate_report(d, what="report"):
+    """Every field and type of the DESIGN.md contract, and the rules that
+    tie them together.  Fails with the list of problems."""
+    s = Schema(what)
+    top = ("schema", "tool", "program", "trace", "totals", "batches",
+           "growth", "verdict", "stacks")
+    if not s.obj(d, "$", top):
+        fail(f"{what}: " + "; ".join(s.errors))
+    if d.get("schema") != "heapslope.report/1":
+        s.err("$.schema", f"{d.get('schema')!r} != 'heapslope.report/1'")
+
+    tool = d.get("tool")
+    if s.obj(tool, "$.tool", ("name", "version")):
+        if tool.get("name") != "heapslope":
+            s.err("$.tool.name", f"{tool.get('name')!r} != 'heapslope'")
+        s.str_(tool, "version", "$.tool", nonempty=True)
+
+    p = d.get("program")
+    if s.obj(p, "$.program", ("command", "pid", "exit_status")):
+        cmd = p.get("command")
+        if not isinstance(cmd, list) or not cmd:
+            s.err("$.program.command", f"not a non-empty list: {cmd!r:.80}")
+        else:
+            for i, a in enumerate(cmd):
+                if not isinstance(a, str):
+                    s.err(f"$.program.command[{i}]", f"not a string: {a!r}")
+        s.int_(p, "pid", "$.program", minimum=1)
+        s.int_(p, "exit_status", "$.program", null=True)
+
+    t = d.get("trace")
+    if s.obj(t, "$.trace", ("path", "format_version", "events", "complete")):
+        s.str_(t, "path", "$.trace", nonempty=True)
+        s.int_(t, "format_version", "$.trace", minimum=1)
+        s.int_(t, "events", "$.trace")
+        s.bool_(t, "complete", "$.trace")
+
+    tot = d.get("totals")
+    tkeys = ("allocations", "frees", "reallocs", "failed_allocations",
+             "unmatched_frees", "allocated_bytes", "peak_live_bytes",
+             "leaked_bytes", "leaked_blocks")
+    if s.obj(tot, "$.totals", tkeys + ("duration_s",)):
+        for k in tkeys:
+            s.int_(tot, k, "$.totals")
+        s.num(tot, "duration_s", "$.totals", lo=0)
+        lb, pk = tot.get("leaked_bytes"), tot.get("peak_live_bytes")
+        if _is_int(lb) and _is_int(pk) and lb > pk:
+            s.err("$.totals", f"leaked_bytes {lb} > peak_live_bytes {pk}")
+
+    b = d.get("batches")
+    skeys = ("index", "end_s", "live_bytes", "peak_live_bytes", "rss_bytes",
+             "heap_free_bytes", "allocations", "frees", "allocated_bytes")
+    if s.obj(b, "$.batches", ("source", "count", "warmup", "series")):
+        if b.get("source") not in ("marker", "time", "auto"):
+            s.err("$.batches.source", f"{b.get('source')!r} is not marker|time|auto")
+        count = s.int_(b, "count", "$.batches")
+        s.int_(b, "warmup", "$.batches")
+        series = b.get("series")
+        if not isinstance(series, list):
+            s.err("$.batches.series", f"not a list: {series!r:.80}")
+        else:
+            if count is not None and len(series) != count:
+                s.err("$.batches", f"count {count} but {len(series)} series entries")
+            prev_end = None
+            for i, e in enumerate(series):
+                path = f"$.batches.series[{i}]"
+                if not s.obj(e, path, skeys):
+                    continue
+                if e.get("index") != i:
+                    s.err(f"{path}.index", f"{e.get('index')!r} != {i}")
+                end = s.num(e, "end_s", path, lo=0)
+                if end is not None and prev_end is not None and end < prev_end:
+                    s.err(f"{path}.end_s", f"{end} before the previous batch's {prev_end}")
+                prev_end = end if end is not None else prev_end
+                live = s.int_(e, "live_bytes", path)
+                peak = s.int_(e, "peak_live_bytes", path)
+                if live is not None and peak is not None and peak < live:
+                    s.err(path, f"peak_live_bytes {peak} < live_bytes {live}")
+                s.int_(e, "rss_bytes", path, null=True)
+                s.int_(e, "heap_free_bytes", path, null=True)
+                for k in ("allocations", "frees", "allocated_bytes"):
+                    s.int_(e, k, path)
+            if series and _is_int(tot.get("allocations") if isinstance(tot, dict) else None):
+                n = sum(e.get("allocations", 0) for e in series
+                        if isinstance(e, dict) and _is_int(e.get("allocations")))
+                if n > tot["allocations"] + tot.get("reallocs", 0):
+                    s.err("$.batches.series", f"{n} allocations in the batches, "
+                          f"more than the totals' {tot['allocations']}")
+
+    g = d.get("growth")
+    if s.obj(g, "$.growth", ("live_bytes_per_batch", "live_r2",
+                             "rss_bytes_per_batch", "rss_r2")):
+        s.num(g, "live_bytes_per_batch", "$.growth")
+        s.num(g, "live_r2", "$.growth", lo=-R2_EPS, hi=1 + R2_EPS)
+        s.num(g, "rss_bytes_per_batch", "$.growth", null=True)
+        s.num(g, "rss_r2", "$.growth", null=True, lo=-R2_EPS, hi=1 + R2_EPS)
+        if (g.get("rss_bytes_per_batch") is None) != (g.get("rss_r2") is None):
+            s.err("$.growth", "rss_bytes_per_batch and rss_r2: one is null, "
+                  "the other not")
+
+    if d.get("verdict") not in VERDICTS:
+        s.err("$.verdict", f"{d.get('verdict')!r} is not one of {VERDICTS}")
+
+    st = d.get("stacks")
+    fkeys = ("address", "module", "function", "file", "line")
+    if not isinstance(st, list):
+        s.err("$.stacks", f"not a list: {st!r:.80}")
+        st = []
+    prev = None
+    for i, e in enumerate(st):
+        path = f"$.stacks[{i}]"
+        if not s.obj(e, path, ("rank", "bytes_per_batch", "r2",
+                               "live_bytes_at_end", "leaked_bytes",
+                               "leaked_blocks", "allocations", "frames")):
+            continue
+        if e.get("rank") != i + 1:
+            s.err(f"{path}.rank", f"{e.get('rank')!r} != {i + 1}")
+        bpb = s.num(e, "bytes_per_batch", path)
+        if bpb is not None and prev is not None and bpb > prev:
+            s.err(f"{path}.bytes_per_batch",
+                  f"{bpb} ranked below {prev}: not descending")
+        prev = bpb if bpb is not None else prev
+        s.num(e, "r2", path, lo=-R2_EPS, hi=1 + R2_EPS)
+        s.int_(e, "live_bytes_at_end", path)
+        lb = s.int_(e, "leaked_bytes", path)
+        nb = s.int_(e, "leaked_blocks", path)
+        na = s.int_(e, "allocations", path)
+        if nb is not None and na is not None and nb > na:
+            s.err(path, f"leaked_blocks {nb} > allocations {na}")
+        if lb is not None and nb == 0 and lb != 0:
+            s.err(path, f"leaked_bytes {lb} without a leaked block")
+        fr = e.get("frames")
+        if not isinstance(fr, list):
+            s.err(f"{path}.frames", f"not a list: {fr!r:.80}")
+            continue
+        for j, f in enumerate(fr):
+            fp = f"{path}.frames[{j}]"
+            if not s.obj(f, fp, fkeys):
+                continue
+            a = s.str_(f, "address", fp)
+            if a is not None and not re.fullmatch(r"0x[0-9a-f]+", a):
+                s.err(f"{fp}.address", f"{a!r} is not a hex address")
+            s.str_(f, "module", fp)
+            s.str_(f, "function", fp, null=True, nonempty=True)
+            s.str_(f, "file", fp, null=True, nonempty=True)
+            s.int_(f, "line", fp, minimum=1, null=True)
+    if s.errors:
+        shown = "\n  ".join(s.errors[:30])
+        fail(f"{what}: the report breaks the JSON contract "
+             f"({len(s.errors)} problems):\n  {shown}")

@@ -1,0 +1,196 @@
+"""Bad input to `heapslope analyze`: missing, random, text, truncated,
+corrupt and future-version files get one line on stderr and exit 1, never
+a crash.  A trace cut short (a killed recorder) is the documented
+exception: it is analyzed up to its last complete frame, exit 0, with one
+line on stderr saying so and trace.complete false in the report."""
+import json
+import os
+import random
+import struct
+
+from analyze_common import (analyze_run, check, check_eq, fail, main, prog,
+                            record_trace, tmpdir, trainsim, validate_report)
+
+PREFIX = "heapslope analyze: "
+
+
+def one_line_error(path, what, *opts, want=None):
+    """analyze fails on path: exit 1, one line on stderr, nothing on
+    stdout."""
+    for json_opt in ((), ("--json", "-")):
+        r = analyze_run(path, *json_opt, *opts)
+        err = r.err.decode(errors="replace")
+        lines = err.splitlines()
+        check_eq(r.rc, 1, f"{what}: exit status (stderr {err!r})")
+        check(len(lines) == 1 and lines[0].startswith(PREFIX),
+              f"{what}: expected one line '{PREFIX}...' on stderr, got {err!r}")
+        check_eq(r.out, b"", f"{what}: stdout")
+        if want:
+            check(want in lines[0], f"{what}: {want!r} not in {lines[0]!r}")
+    return lines[0]
+
+
+def incomplete(path, what, reason):
+    """analyze reads path as far as it goes: exit 0, one line on stderr,
+    the report says the trace is incomplete."""
+    r = analyze_run(path, "--json", "-")
+    err = r.err.decode(errors="replace")
+    check_eq(r.rc, 0, f"{what}: exit status:\n" + r.describe())
+    lines = err.splitlines()
+    check(len(lines) == 1 and lines[0].startswith(PREFIX) and
+          "incomplete" in lines[0] and reason in lines[0],
+          f"{what}: expected one line saying the trace is incomplete "
+          f"({reason}), got {err!r}")
+    try:
+        rep = json.loads(r.out)
+    except ValueError as e:
+        fail(f"{what}: no valid JSON ({e}):\n" + r.describe())
+    validate_report(rep, what)
+    check_eq(rep["trace"]["complete"], False, f"{what}: trace.complete")
+    return rep
+
+
+def chunks(data):
+    """(offset, compressed size) of each frame of a trace."""
+    blen = struct.unpack("<I", data[12:16])[0]
+    off, out = 16 + blen, []
+    while off < len(data):
+        check_eq(data[off:off + 4], b"HSFR", f"frame magic at {off}")
+        cs = struct.unpack("<I", data[off + 4:off + 8])[0]
+        out.append((off, cs))
+        off += 12 + cs
+    return out
+
+
+def write(d, name, data):
+    p = os.path.join(d, name)
+    with open(p, "wb") as f:
+        f.write(data)
+    return p
+
+
+def test_not_traces():
+    rng = random.Random(7)
+    with tmpdir() as d:
+        one_line_error(os.path.join(d, "missing.hst"), "missing file",
+                       want="missing.hst")
+        one_line_error(d, "a directory")
+        one_line_error(write(d, "empty", b""), "empty file", want="not a heapslope trace")
+        one_line_error(write(d, "text", b"heapslope trace? no.\n" * 50),
+                       "text file", want="not a heapslope trace")
+        for i in range(5):
+            n = rng.choice((1, 7, 100, 4096, 70000))
+            one_line_error(write(d, f"random{i}", rng.randbytes(n)),
+                           f"{n} random bytes")
+        one_line_error(write(d, "magic", b"\x89HSLOPE\n"), "magic alone",
+                       want="truncated trace header")
+
+
+def test_damaged_traces():
+    with tmpdir() as d:
+        t = record_trace([prog("av_leaks"), "all"], d)
+        data = open(t, "rb").read()
+        blen = struct.unpack("<I", data[12:16])[0]
+        one_line_error(write(d, "pre12", data[:12]), "12 bytes of preamble",
+                       want="truncated trace header")
+        one_line_error(write(d, "hdrcut", data[:16 + blen // 2]),
+                       "header cut in the middle", want="truncated trace header")
+        v2 = bytearray(data)
+        v2[8:10] = struct.pack("<H", 2)
+        one_line_error(write(d, "v2", v2), "format version 2", want="version 2")
+        v = bytearray(data)
+        v[8:10] = struct.pack("<H", 0xffff)
+        one_line_error(write(d, "v65535", v), "format version 65535",
+                       want="version 65535")
+        hl = bytearray(data)
+        hl[12:16] = struct.pack("<I", 0xffffffff)
+        one_line_error(write(d, "hlen", hl), "header length 4 GiB")
+        hb = bytearray(data)
+        hb[16:16 + blen] = b"\xff" * blen
+        one_line_error(write(d, "hbody", hb), "header of 0xff bytes",
+                       want="corrupt trace header")
+        (c0, cs0), = chunks(data)[:1]
+        flip = bytearray(data)
+        flip[c0 + 12 + cs0 // 2] ^= 0x55
+        one_line_error(write(d, "flip", flip), "a byte flipped inside a frame",
+                       want="corrupt")
+        fm = bytearray(data)
+        fm[c0:c0 + 4] = b"HSFX"
+        one_line_error(write(d, "framemagic", fm), "bad frame magic",
+                       want="corrupt")
+        us = bytearray(data)
+        us[c0 + 8:c0 + 12] = struct.pack("<I", 0xffffffff)
+        one_line_error(write(d, "usize", us), "frame of 4 GiB decompressed")
+        # garbage after a good trace: it is not a frame
+        one_line_error(write(d, "tail", data + b"garbage after the end\n"),
+                       "garbage after the last frame", want="corrupt")
+        # a valid header and no frame: an empty, incomplete trace
+        rep = incomplete(write(d, "noframes", data[:16 + blen]),
+                         "header without frames", "no end record")
+        check_eq(rep["trace"]["events"], 0, "header without frames: events")
+        # random damage: anything but a crash; failures in one line,
+        # successes say the trace is incomplete or carry a valid report
+        rng = random.Random(11)
+        for i in range(12):
+            b = bytearray(data)
+            for _ in range(rng.choice((1, 4, 32))):
+                pos = rng.randrange(16 + blen, len(b))
+                b[pos] = rng.randrange(256)
+            if rng.random() < 0.5:
+                b = b[:rng.randrange(16 + blen, len(b))]
+            p = write(d, f"damaged{i}", b)
+            r = analyze_run(p, "--json", "-")
+            err = r.err.decode(errors="replace").splitlines()
+            check(r.rc in (0, 1), f"damaged trace {i}: exit {r.rc}:\n" + r.describe())
+            check(len(err) <= 1, f"damaged trace {i}: {len(err)} lines on stderr")
+            if r.rc == 0:
+                rep = json.loads(r.out)
+                validate_report(rep, f"damaged trace {i}")
+                check(rep["trace"]["complete"] is False or not err,
+                      f"damaged trace {i}: complete, yet stderr says {err}")
+            else:
+                check(err and err[0].startswith(PREFIX),
+                      f"damaged trace {i}: stderr {err!r}")
+
+
+def test_cut_traces():
+    """A trace cut short, as by a killed recorder, at several points."""
+    with tmpdir() as d:
+        t = record_trace([trainsim(), "--batches", "30"], d)
+        data = open(t, "rb").read()
+        full = analyze_run(t, "--json", "-")
+        check_eq(full.rc, 0, "full trace: exit status")
+        full = json.loads(full.out)
+        ch = chunks(data)
+        check(len(ch) >= 3, f"the simulator's trace has {len(ch)} frames; "
+              "the test needs at least 3 (2 of events and the end)")
+        off, cs = ch[1]
+        at_boundary = incomplete(write(d, "boundary", data[:off]),
+                                 "cut between frames", "no end record")
+        mid = incomplete(write(d, "mid", data[:off + 12 + cs // 2]),
+                         "cut inside a frame", "cut inside a frame")
+        in_header = incomplete(write(d, "inhdr", data[:off + 6]),
+                               "cut inside a frame header", "cut inside a frame")
+        first = incomplete(write(d, "first", data[:ch[0][0] + 100]),
+                           "cut inside the first frame", "cut inside a frame")
+        check_eq(first["trace"]["events"], 0, "cut inside the first frame: events")
+        n = at_boundary["trace"]["events"]
+        check(0 < n < full["trace"]["events"],
+              f"events up to the cut {n}, full trace {full['trace']['events']}")
+        for rep, what in ((mid, "inside a frame"), (in_header, "inside a frame header")):
+            check_eq(rep["trace"]["events"], n, f"cut {what}: events (the "
+                     "frames before the cut, as cut between frames)")
+            check_eq(rep["batches"]["count"], at_boundary["batches"]["count"],
+                     f"cut {what}: batches.count")
+            check_eq(rep["totals"], at_boundary["totals"], f"cut {what}: totals")
+            if "truncated" in rep["trace"]:
+                check_eq(rep["trace"]["truncated"], True, f"cut {what}: trace.truncated")
+        b = at_boundary["batches"]["count"]
+        check(0 < b < 30, f"cut between frames: {b} batches")
+        # the leak is found in a cut trace too
+        check_eq([f["function"] for f in at_boundary["stacks"][0]["frames"]][0],
+                 "leak_activation_history", "cut trace: top stack")
+
+
+if __name__ == "__main__":
+    main([test_not_traces, test_damaged_traces, test_cut_traces])

@@ -1,0 +1,197 @@
+"""Options of `heapslope analyze`: --top, --group-by-site, --warmup,
+--batches, and bad values (one error line, exit 2)."""
+from analyze_common import (ALL_STACKS, HEAPSLOPE, analyze, analyze_run,
+                            check, check_eq, functions, main, no_crash, prog,
+                            record_trace, run, stacks_at, tmpdir, trainsim,
+                            validate_report)
+
+def sim_trace(d):
+    return record_trace([trainsim(), "--batches", "20", "--ops", "3000"], d,
+                        "trainsim.hst")
+
+
+def test_top():
+    with tmpdir() as d:
+        t = sim_trace(d)
+        rep = analyze(t, "--top", "1")
+        validate_report(rep, "--top 1")
+        check_eq(len(rep["stacks"]), 1, "--top 1: number of stacks")
+        check_eq(functions(rep["stacks"][0])[0], "leak_activation_history",
+                 "--top 1: the stack")
+        check_eq(len(analyze(t, "--top", "0")["stacks"]), 0,
+                 "--top 0: number of stacks")
+        check_eq(len(analyze(t)["stacks"]), 10, "default --top: stacks")
+        every = analyze(t, "--top", ALL_STACKS)
+        validate_report(every, "--top all")
+        n = every["trace"].get("distinct_stacks")
+        # 30 sites x 11 depths + 5 fixed stacks (data/trainsim.c); clang
+        # builds unroll two loops into more call sites
+        check(len(every["stacks"]) in (335, 345),
+              f"--top {ALL_STACKS}: {len(every['stacks'])} stacks, "
+              f"trace has {n}")
+        check_eq(sum(s["allocations"] for s in every["stacks"]),
+                 every["totals"]["allocations"] + every["totals"]["reallocs"],
+                 "allocations summed over every stack vs allocations + reallocs")
+
+
+def check_paths(site, what):
+    paths = site.get("paths")
+    check(isinstance(paths, list) and paths,
+          f"{what}: no 'paths' list under a site")
+    for j, p in enumerate(paths):
+        check_eq(p["rank"], j + 1, f"{what}: path {j} rank")
+        check(p["frames"] and p["frames"][0]["address"] ==
+              site["frames"][0]["address"],
+              f"{what}: path {j} does not start at the site's frame")
+    for j in range(1, len(paths)):
+        check(paths[j]["bytes_per_batch"] <= paths[j - 1]["bytes_per_batch"],
+              f"{what}: paths not ranked by bytes_per_batch")
+    return paths
+
+
+def test_group_by_site():
+    with tmpdir() as d:
+        t = record_trace([prog("av_leaks"), "paths", "ones"], d)
+        flat = analyze(t, "--top", ALL_STACKS)
+        check_eq(len(stacks_at(flat, "leak_via_paths")), 3,
+                 "without grouping: stacks allocating in leak_via_paths")
+        rep = analyze(t, "--top", ALL_STACKS, "--group-by-site")
+        validate_report(rep, "--group-by-site")
+        sites = stacks_at(rep, "leak_via_paths")
+        check_eq(len(sites), 1, "grouped: entries for leak_via_paths")
+        site = sites[0]
+        check_eq(len(site["frames"]), 1, "grouped: frames of a site")
+        check_eq((site["leaked_bytes"], site["leaked_blocks"],
+                  site["allocations"]), (720, 30, 30),
+                 "grouped: leak_via_paths (leaked_bytes, blocks, allocations)")
+        paths = check_paths(site, "leak_via_paths")
+        check_eq(len(paths), 3, "grouped: paths of leak_via_paths")
+        callers = sorted(functions(p)[1] for p in paths)
+        check_eq(callers, ["path_a", "path_b", "path_b"],
+                 "grouped: the callers of the three paths")
+        check(any(functions(p)[2] == "path_c" for p in paths),
+              "grouped: no path through path_c")
+        for p in paths:
+            check_eq((p["leaked_bytes"], p["leaked_blocks"]), (240, 10),
+                     f"grouped: path {functions(p)[:3]} leaks")
+        ones = stacks_at(rep, "leak_one_byte")
+        check_eq(len(ones), 1, "grouped: entries for leak_one_byte")
+        check_eq(len(check_paths(ones[0], "leak_one_byte")), 1,
+                 "grouped: paths of leak_one_byte")
+        check_eq(sum(s["leaked_blocks"] for s in rep["stacks"]),
+                 rep["totals"]["leaked_blocks"],
+                 "grouped: leaked_blocks summed over the sites")
+        # the text report shows no path without its frames (--top 2: the
+        # two sites, leak_via_paths with three paths)
+        r = analyze_run(t, "--group-by-site", "--top", "2")
+        check_eq(r.rc, 0, "--group-by-site text report exit status")
+        text = r.out.decode()
+        check("leak_via_paths" in text and "path_a" in text,
+              "--group-by-site --top 2 text report lacks leak_via_paths")
+        check("no frames recorded" not in text,
+              "--group-by-site --top 2 text report shows paths without "
+              "frames:\n" + text[-1500:])
+        # the simulator: 30 sites reached at 11 depths each, + 5 fixed
+        t = sim_trace(d)
+        sim = analyze(t, "--top", ALL_STACKS, "--group-by-site")
+        validate_report(sim, "trainsim --group-by-site")
+        check_eq(functions(sim["stacks"][0]), ["leak_activation_history"],
+                 "trainsim grouped: first site")
+        site = stacks_at(sim, "embedding_lookup")
+        check_eq(len(site), 1, "trainsim grouped: embedding_lookup sites")
+        check_eq(len(check_paths(site[0], "embedding_lookup")), 11,
+                 "trainsim grouped: paths of embedding_lookup")
+        # --top also bounds the sites
+        check_eq(len(analyze(t, "--top", "2", "--group-by-site")["stacks"]), 2,
+                 "--group-by-site --top 2: sites")
+
+
+def test_warmup():
+    with tmpdir() as d:
+        t = sim_trace(d)
+        auto = analyze(t)
+        check_eq(auto["batches"]["warmup"], 2, "automatic warm-up of 20 batches "
+                 "(10%, at most 5)")
+        for w in (0, 5, 19):
+            rep = analyze(t, "--warmup", str(w))
+            validate_report(rep, f"--warmup {w}")
+            check_eq(rep["batches"]["warmup"], w, f"--warmup {w}: batches.warmup")
+            if w < 18:
+                slope = rep["growth"]["live_bytes_per_batch"]
+                check(abs(slope - 112640) <= 1126,
+                      f"--warmup {w}: live_bytes_per_batch {slope}")
+                check_eq(rep["verdict"], "leak", f"--warmup {w}: verdict")
+            if "batches_fitted" in rep["growth"]:
+                check_eq(rep["growth"]["batches_fitted"], 20 - w,
+                         f"--warmup {w}: growth.batches_fitted")
+        # one batch left after the warm-up: too few to tell
+        check_eq(analyze(t, "--warmup", "19")["verdict"], "stable",
+                 "--warmup 19 of 20: verdict")
+
+
+def test_batches():
+    with tmpdir() as d:
+        t = record_trace([prog("av_growth"), "timed", "1100"], d)
+        dur_ns = None
+        for opt, source, window in (("time:1s", "time", 1.0),
+                                    ("time:250ms", "time", 0.25),
+                                    (None, "auto", None),
+                                    ("marker", "marker", None)):
+            rep = analyze(t, *(("--batches", opt) if opt else ()))
+            validate_report(rep, f"--batches {opt}")
+            b = rep["batches"]
+            check_eq(b["source"], source, f"--batches {opt}: batches.source")
+            dur_ns = round(rep["totals"]["duration_s"] * 1e9)
+            check(dur_ns >= 1_050_000_000, f"duration {dur_ns} ns")
+            if window:
+                check_eq(b["count"], dur_ns // round(window * 1e9),
+                         f"--batches {opt}: batches.count ({dur_ns} ns)")
+            elif source == "auto":
+                check(3 <= b["count"] <= 25,
+                      f"automatic windows: {b['count']} batches")
+            else:
+                check_eq(b["count"], 0, "--batches marker without marks: count")
+            check_eq(rep["totals"]["leaked_blocks"], 0,
+                     f"--batches {opt}: leaked_blocks")
+        # marks win over nothing: with marks, the default is the marks
+        t = sim_trace(d)
+        check_eq(analyze(t)["batches"]["source"], "marker",
+                 "default source with marks")
+        rep = analyze(t, "--batches", "time:10ms")
+        check_eq(rep["batches"]["source"], "time", "time:10ms with marks: source")
+
+
+def test_bad_options():
+    with tmpdir() as d:
+        t = record_trace([prog("av_empty")], d)
+        for args, word in ((["--top", "x", t], "x"), (["--top", "-1", t], "-1"),
+                           (["--top", "", t], "top"),
+                           (["--batches", "foo", t], "foo"),
+                           (["--batches", "time:", t], "time:"),
+                           (["--batches", "time:0", t], "time:0"),
+                           (["--batches", "time:-1s", t], "time:-1s"),
+                           (["--batches", "time:5parsecs", t], "parsecs"),
+                           (["--warmup", "x", t], "x"),
+                           (["--warmup", "-3", t], "-3"),
+                           (["--frobnicate", t], "frobnicate"),
+                           ([t, "--top"], "top"),
+                           ([], "no trace"),
+                           ([t, t], "one trace")):
+            r = run([HEAPSLOPE, "analyze", *args])
+            no_crash(r, f"analyze {args}")
+            what = f"analyze {' '.join(args)}"
+            err = r.err.decode(errors="replace").splitlines()
+            check_eq(r.rc, 2, f"{what}: exit status ({err})")
+            check_eq(r.out, b"", f"{what}: stdout")
+            check(err and err[0].startswith("heapslope analyze: ") and
+                  word in err[0],
+                  f"{what}: first stderr line should name {word!r}: {err}")
+            # after the error line, only argp's hint to --help
+            rest = " ".join(err[1:])
+            check(not rest or rest.startswith("Try `heapslope analyze --help'"),
+                  f"{what}: more than the error on stderr: {err}")
+
+
+if __name__ == "__main__":
+    main([test_top, test_group_by_site, test_warmup, test_batches,
+          test_bad_options])
