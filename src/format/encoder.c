@@ -2,6 +2,8 @@
 
 #include <zstd.h>
 
+#include "columns.h"
+
 static void put_bytes(struct hs_hdr_buf *h, unsigned key, const void *v,
 		      size_t n)
 {
@@ -41,11 +43,18 @@ size_t hdr_finish(const struct hs_hdr_buf *h, uint8_t *dst, size_t cap)
 
 size_t chunk_bound(size_t n)
 {
-	return HS_CHUNK_HEADER_LEN + ZSTD_compressBound(n);
+	return HS_CHUNK_HEADER_LEN + ZSTD_compressBound(columns_bound(n));
 }
 
-size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *src, size_t n,
-		    void *dst, size_t cap)
+size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
+		    void *dst, size_t cap, uint8_t *cols)
+{
+	size_t c = columns_encode(rows, n, cols, columns_bound(n));
+	return c ? chunk_frame(cctx, cols, c, dst, cap) : 0;
+}
+
+size_t chunk_frame(struct ZSTD_CCtx_s *cctx, const void *src, size_t n,
+		   void *dst, size_t cap)
 {
 	uint8_t *d = dst;
 	if (cap < HS_CHUNK_HEADER_LEN)

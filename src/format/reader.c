@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "columns.h"
 #include "error.h"
 #include "varint.h"
 
@@ -14,8 +15,8 @@ struct hs_reader {
 	char *path;
 	struct hs_header hdr;
 	ZSTD_DCtx *dctx;
-	uint8_t *cbuf, *ubuf;
-	size_t ccap, ucap;
+	uint8_t *cbuf, *ubuf, *rbuf; /* compressed, columns, rows */
+	size_t ccap, ucap, rcap;
 	const uint8_t *p, *end; /* undecoded records of the current chunk */
 	uint64_t offset, chunks;
 	int truncated;
@@ -255,7 +256,8 @@ static int load_chunk(struct hs_reader *r)
 		return hs_error("%s: corrupt trace: bad frame size at byte "
 				"%llu", r->path, (unsigned long long)r->offset);
 	if (grow(&r->cbuf, &r->ccap, csize ? csize : 1) ||
-	    grow(&r->ubuf, &r->ucap, usize ? usize : 1))
+	    grow(&r->ubuf, &r->ucap, usize ? usize : 1) ||
+	    grow(&r->rbuf, &r->rcap, usize ? usize : 1))
 		return -1;
 	if (fread(r->cbuf, 1, csize, r->f) != csize) {
 		r->truncated = !ferror(r->f);
@@ -271,10 +273,15 @@ static int load_chunk(struct hs_reader *r)
 		return hs_error("%s: corrupt trace: frame at byte %llu has %zu "
 				"bytes, expected %u", r->path,
 				(unsigned long long)r->offset, n, usize);
+	size_t rows = columns_decode(r->ubuf, usize, r->rbuf, r->rcap);
+	if (rows == (size_t)-1)
+		return hs_error("%s: corrupt trace: bad columns in the frame at "
+				"byte %llu", r->path,
+				(unsigned long long)r->offset);
 	r->offset += HS_CHUNK_HEADER_LEN + (uint64_t)csize;
 	r->chunks++;
-	r->p = r->ubuf;
-	r->end = r->ubuf + usize;
+	r->p = r->rbuf;
+	r->end = r->rbuf + rows;
 	r->prev_ptr = 0;
 	r->chunk_time = 0;
 	r->tid = 0;
@@ -460,6 +467,7 @@ void reader_destroy(struct hs_reader *r)
 	header_finish(&r->hdr);
 	free(r->cbuf);
 	free(r->ubuf);
+	free(r->rbuf);
 	free(r->path);
 	free(r);
 }

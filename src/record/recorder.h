@@ -64,6 +64,7 @@ struct recorder {
 	char path[4096];
 	ZSTD_CCtx *cctx;
 	uint8_t *cout;
+	uint8_t *cols; /* the buffer being written, transposed */
 	size_t cout_cap;
 	uint64_t last_flush_ns;
 	pthread_t writer;

@@ -73,7 +73,7 @@ static int write_chunk(const uint8_t *src, size_t n)
 	if (!n)
 		return 0;
 	size_t c = chunk_encode(hs_rec.cctx, src, n, hs_rec.cout,
-				hs_rec.cout_cap);
+				hs_rec.cout_cap, hs_rec.cols);
 	if (!c) {
 		hs_fail("zstd compression failed", 0);
 		return -1;

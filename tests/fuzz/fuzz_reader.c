@@ -14,6 +14,7 @@
 #include "analyze/replay.h"
 #include "analyze/series.h"
 #include "analyze/stacks.h"
+#include "format/columns.h"
 #include "format/encoder.h"
 #include "format/reader.h"
 
@@ -45,9 +46,16 @@ static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 	for (int i = 0; i < 2; i++) {
 		size_t cap = chunk_bound(parts[i][1]);
 		uint8_t *out = malloc(cap);
-		size_t c = out ? chunk_encode(cctx, data + parts[i][0],
-					      parts[i][1], out, cap)
-			       : 0;
+		/* rows that parse are transposed as the recorder does;
+		 * others go in as the frame's payload, to fuzz the columns */
+		uint8_t *cols = out ? malloc(columns_bound(parts[i][1])) : NULL;
+		size_t c = cols ? chunk_encode(cctx, data + parts[i][0],
+					       parts[i][1], out, cap, cols)
+				: 0;
+		if (!c && out)
+			c = chunk_frame(cctx, data + parts[i][0], parts[i][1],
+					out, cap);
+		free(cols);
 		int ok = c && fwrite(out, 1, c, f) == c;
 		free(out);
 		if (!ok)

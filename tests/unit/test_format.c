@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "format/columns.h"
 #include "format/encoder.h"
 #include "format/error.h"
 #include "format/reader.h"
@@ -57,8 +58,11 @@ static void test_varint(void)
 static char dir[] = "/tmp/hs-test-format-XXXXXX";
 
 /* Writes a header and the given chunks' record bytes to a file. */
-static void write_trace(const char *path, unsigned version,
-			const uint8_t *recs, size_t n, size_t cut)
+/* Writes a trace of one chunk: recs are rows, or with raw the chunk's
+ * payload as is (to test corrupt columns). */
+static void write_chunk_trace(const char *path, unsigned version,
+			      const uint8_t *recs, size_t n, size_t cut,
+			      int raw)
 {
 	uint8_t body[256], out[256 + HS_PREAMBLE_LEN];
 	struct hs_hdr_buf h = { body, 0, sizeof(body), 0 };
@@ -72,8 +76,9 @@ static void write_trace(const char *path, unsigned version,
 	out[8] = (uint8_t)version;
 	ZSTD_CCtx *c = ZSTD_createCCtx();
 	size_t cap = chunk_bound(n);
-	uint8_t *chunk = malloc(cap);
-	size_t cl = chunk_encode(c, recs, n, chunk, cap);
+	uint8_t *chunk = malloc(cap), *cols = malloc(n + 64);
+	size_t cl = raw ? chunk_frame(c, recs, n, chunk, cap)
+		       : chunk_encode(c, recs, n, chunk, cap, cols);
 	CHECK(cl > 0);
 	FILE *f = fopen(path, "wb");
 	fwrite(out, 1, hl, f);
@@ -82,7 +87,14 @@ static void write_trace(const char *path, unsigned version,
 	if (cut)
 		CHECK(truncate(path, (off_t)(hl + cl - cut)) == 0);
 	free(chunk);
+	free(cols);
 	ZSTD_freeCCtx(c);
+}
+
+static void write_trace(const char *path, unsigned version,
+			const uint8_t *recs, size_t n, size_t cut)
+{
+	write_chunk_trace(path, version, recs, n, cut, 0);
 }
 
 static size_t sample_records(uint8_t *buf)
@@ -196,17 +208,33 @@ static void test_bad_input(void)
 	CHECK(read_all(path) == -1);
 	CHECK(strstr(hs_last_error(), "truncated") != NULL);
 
-	/* a record cut in the middle, inside a valid frame */
-	snprintf(path, sizeof(path), "%s/cut-record.hst", dir);
-	write_trace(path, HS_FORMAT_VERSION, recs, n - 1, 0);
+	/* rows that do not parse cannot even be written */
+	uint8_t cols[1024], chunk[2048];
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	CHECK(chunk_encode(c, recs, n - 1, chunk, sizeof(chunk), cols) == 0);
+	uint8_t unknown[] = { 0x7e, 1, 2 };
+	CHECK(chunk_encode(c, unknown, 3, chunk, sizeof(chunk), cols) == 0);
+
+	/* columns cut short, inside a valid frame */
+	size_t cn = columns_encode(recs, n, cols, sizeof(cols));
+	CHECK(cn > 0);
+	snprintf(path, sizeof(path), "%s/cut-columns.hst", dir);
+	write_chunk_trace(path, HS_FORMAT_VERSION, cols, cn - 1, 0, 1);
 	CHECK(read_all(path) == -1);
 	CHECK(strstr(hs_last_error(), "corrupt") != NULL);
 
-	/* an unknown record tag */
-	uint8_t unknown[] = { 0x7e, 1, 2 };
+	/* an unknown record tag in the tag column */
+	uint8_t bad_tag[] = { 5, 1, 0, 0, 0, 0, 0x7e };
 	snprintf(path, sizeof(path), "%s/unknown.hst", dir);
-	write_trace(path, HS_FORMAT_VERSION, unknown, sizeof(unknown), 0);
+	write_chunk_trace(path, HS_FORMAT_VERSION, bad_tag, sizeof(bad_tag), 0,
+			  1);
 	CHECK(read_all(path) == -1);
+	ZSTD_freeCCtx(c);
+
+	/* columns decode back to exactly the rows */
+	uint8_t rows[1024];
+	CHECK(columns_decode(cols, cn, rows, sizeof(rows)) == n);
+	CHECK(memcmp(rows, recs, n) == 0);
 
 	/* flipped bits inside the compressed frame: the checksum catches
 	 * them, or the records fail to parse; never a crash */
