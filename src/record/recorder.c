@@ -24,7 +24,7 @@
 #define HS_VERSION "unknown"
 #endif
 
-#define BUF_SIZE (4u << 20)
+#define BUF_SIZE (2u << 20)
 #define STACK_REC_MAX (1 + 3 * HS_VARINT_MAX)
 #define LABEL_MAX 1024
 #define ZSTD_LEVEL 3
@@ -271,7 +271,7 @@ void rec_mark(unsigned kind, const char *label)
 	struct mallinfo2 mi;
 	int has_mi;
 	size_t len = label ? strnlen(label, LABEL_MAX) : 0;
-	take_sample(&rss, &mi, &has_mi);
+	take_sample(&rss, &mi, &has_mi, 1);
 	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(PREFIX_MAX + 3 * HS_VARINT_MAX + 1 +
 				     len)
@@ -576,9 +576,10 @@ void recorder_init(int argc, char **argv)
 	R->cout_cap = chunk_bound(BUF_SIZE + 4096);
 	R->cout = rmem_map_resident(R->cout_cap);
 	R->cols = rmem_map_resident(columns_bound(BUF_SIZE));
+	R->transpose = rmem_map_resident(columns_scratch(BUF_SIZE));
 	R->cctx = ws ? ZSTD_initStaticCCtx(ws, ws_size) : NULL;
 	R->stacks = stackmap_create();
-	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->cols || !R->cctx || !R->stacks ||
+	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->cols || !R->transpose || !R->cctx || !R->stacks ||
 	    modlist_init(&R->known) || modlist_init(&R->scratch)) {
 		hs_fail("cannot allocate recorder buffers", ENOMEM);
 		goto out;

@@ -65,6 +65,7 @@ struct recorder {
 	ZSTD_CCtx *cctx;
 	uint8_t *cout;
 	uint8_t *cols; /* the buffer being written, transposed */
+	uint8_t *transpose; /* room to transpose in one pass */
 	size_t cout_cap;
 	uint64_t last_flush_ns;
 	pthread_t writer;
@@ -115,7 +116,8 @@ void rec_modules_changed(void);
 int writer_start(void);
 void writer_stop(void);
 uint64_t now_ns(void);
-void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi);
+void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
+		 int with_mallinfo);
 /* With the lock held: appends a sample record. */
 void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
 		   int has_mi);

@@ -14,7 +14,8 @@ struct stackmap {
 	uint32_t count;
 };
 
-#define INITIAL_CAPACITY (1u << 16)
+/* small enough to stay in cache: most programs have a few thousand nodes */
+#define INITIAL_CAPACITY (1u << 12)
 
 static inline uint32_t hash(uint32_t parent, uintptr_t ip)
 {

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../format/columns.h"
 #include "recorder.h"
 
 #define TICK_NS (10 * 1000000ull)          /* time records */
@@ -72,8 +73,11 @@ static int write_chunk(const uint8_t *src, size_t n)
 {
 	if (!n)
 		return 0;
-	size_t c = chunk_encode(hs_rec.cctx, src, n, hs_rec.cout,
-				hs_rec.cout_cap, hs_rec.cols);
+	size_t cols = columns_encode_fast(src, n, hs_rec.cols,
+					  columns_bound(n), hs_rec.transpose);
+	size_t c = cols ? chunk_frame(hs_rec.cctx, hs_rec.cols, cols,
+				      hs_rec.cout, hs_rec.cout_cap)
+			: 0;
 	if (!c) {
 		hs_fail("zstd compression failed", 0);
 		return -1;
@@ -170,7 +174,8 @@ int flush_sync(const uint8_t *extra, size_t n)
 	return 0;
 }
 
-void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi)
+void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
+		 int with_mallinfo)
 {
 	char buf[128];
 	*rss = 0;
@@ -185,7 +190,7 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi)
 		if (sscanf(buf, "%lu %lu", &size, &resident) == 2)
 			*rss = (uint64_t)resident * (uint64_t)getpagesize();
 	}
-	*has_mi = hs_rec.has_mallinfo;
+	*has_mi = hs_rec.has_mallinfo && with_mallinfo;
 	if (*has_mi)
 		*mi = mallinfo2();
 	else
@@ -251,7 +256,10 @@ static void *writer_main(void *arg)
 			struct mallinfo2 mi;
 			int has_mi;
 			lock_give(&R->lock);
-			take_sample(&rss, &mi, &has_mi);
+			/* RSS only: mallinfo2 walks the arena under its lock,
+			 * stalling the program; the analyzer needs the
+			 * allocator's state at marks */
+			take_sample(&rss, &mi, &has_mi, 0);
 			lock_take(&R->lock);
 			if (R->on)
 				sample_append(now_ns(), rss, &mi, has_mi);
