@@ -17,21 +17,28 @@ static const char *const names[] = {
 	[UNWIND_FAST] = "fast",
 };
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+void unwind_module_range(const struct dl_phdr_info *info, uintptr_t *lo,
+			 uintptr_t *hi)
 {
-	(void)size;
-	uintptr_t target = (uintptr_t)data;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	*lo = UINTPTR_MAX;
+	*hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
 			continue;
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-		if (a < lo)
-			lo = a;
-		if (a + ph->p_memsz > hi)
-			hi = a + ph->p_memsz;
+		if (a < *lo)
+			*lo = a;
+		if (a + ph->p_memsz > *hi)
+			*hi = a + ph->p_memsz;
 	}
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	uintptr_t target = (uintptr_t)data, lo, hi;
+	unwind_module_range(info, &lo, &hi);
 	if (target >= lo && target < hi) {
 		self_lo = lo;
 		self_hi = hi;

@@ -4,6 +4,7 @@
 #ifndef HS_UNWIND_H
 #define HS_UNWIND_H
 
+#include <link.h>
 #include <stdint.h>
 
 #define HS_DEPTH_MAX 256
@@ -19,5 +20,9 @@ int unwind_init(const char *name);
 const char *unwind_name(void);
 /* Up to max return addresses into ips; returns how many. */
 int unwind_capture(uintptr_t *ips, int max);
+
+/* The address range a loaded object's PT_LOAD segments cover. */
+void unwind_module_range(const struct dl_phdr_info *info, uintptr_t *lo,
+			 uintptr_t *hi);
 
 #endif

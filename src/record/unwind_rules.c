@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "rmem.h"
+#include "unwind.h"
 #include "unwind_cfi.h"
 
 #define STAYING_MAX 128
@@ -31,17 +32,8 @@ static int nstaying;
 static int note_module(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size, (void)data;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-		if (a < lo)
-			lo = a;
-		if (a + ph->p_memsz > hi)
-			hi = a + ph->p_memsz;
-	}
+	uintptr_t lo, hi;
+	unwind_module_range(info, &lo, &hi);
 	if (lo >= hi || nstaying == STAYING_MAX)
 		return 0;
 	int i = nstaying++;

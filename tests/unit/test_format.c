@@ -7,21 +7,13 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "check.h"
 #include "format/columns.h"
 #include "format/encoder.h"
 #include "format/error.h"
 #include "format/reader.h"
 #include "format/varint.h"
 
-static int failures;
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: check failed: %s\n",         \
-				__FILE__, __LINE__, #cond);                  \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
 
 static void test_varint(void)
 {

@@ -3,17 +3,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "check.h"
 #include "record/stackmap.h"
 
-static int failures;
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: check failed: %s\n",         \
-				__FILE__, __LINE__, #cond);                  \
-			failures++;                                          \
-		}                                                            \
-	} while (0)
 
 int main(void)
 {
