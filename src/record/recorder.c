@@ -82,8 +82,8 @@ static uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
 /* Lock held: the id of the stack ips[0..n), innermost first, writing the
  * nodes not seen before.  The thread's previous stack usually shares its
  * outer part, which is reused without a lookup. */
-static uint32_t intern(struct tstate *t, const uintptr_t *ips, int n,
-		       uint8_t **pp, int *fresh)
+static uint32_t intern_path(struct tstate *t, const uintptr_t *ips, int n,
+			    uint8_t **pp, int *fresh)
 {
 	struct recorder *R = &hs_rec;
 	int m = t->gen == R->gen ? t->n : 0;
@@ -117,6 +117,65 @@ static uint32_t intern(struct tstate *t, const uintptr_t *ips, int n,
 	t->n = n;
 	t->gen = R->gen;
 	return n ? ids[0] : 0;
+}
+
+static inline uint64_t stack_hash(const uintptr_t *ips, int n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+	for (int i = 0; i < n; i++) {
+		h = (h ^ ips[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* Lock held.  A program allocates from few distinct stacks, over and over:
+ * the thread remembers the ids of its recent whole stacks by a 64-bit hash
+ * of their return addresses (and depth), which saves walking the tree. */
+static pthread_key_t leaves_key;
+static int have_leaves_key;
+
+/* Runs as the thread ends; later destructors may still allocate, and
+ * must find no cache rather than an unmapped one. */
+static void leaves_gone(void *p)
+{
+	hs_thread.leaves = NULL;
+	hs_thread.leaves_done = 1;
+	rmem_unmap(p, HS_LEAVES * sizeof(struct leaf));
+}
+
+static struct leaf *thread_leaves(struct tstate *t)
+{
+	if (!t->leaves && have_leaves_key && !t->leaves_done) {
+		/* mapped, not in TLS: threads with tiny stacks stay possible;
+		 * the key's destructor unmaps it when the thread ends */
+		t->leaves = rmem_map(HS_LEAVES * sizeof(struct leaf));
+		if (t->leaves && pthread_setspecific(leaves_key, t->leaves)) {
+			rmem_unmap(t->leaves, HS_LEAVES * sizeof(struct leaf));
+			t->leaves = NULL;
+		}
+		t->leaves_gen = hs_rec.gen;
+	}
+	if (t->leaves && t->leaves_gen != hs_rec.gen) {
+		memset(t->leaves, 0, HS_LEAVES * sizeof(struct leaf));
+		t->leaves_gen = hs_rec.gen;
+	}
+	return t->leaves;
+}
+
+static uint32_t intern(struct tstate *t, const uintptr_t *ips, int n,
+		       uint8_t **pp, int *fresh)
+{
+	struct leaf *leaves = thread_leaves(t);
+	if (!leaves)
+		return intern_path(t, ips, n, pp, fresh);
+	uint64_t h = stack_hash(ips, n);
+	struct leaf *l = &leaves[h & (HS_LEAVES - 1)];
+	if (l->hash == h && l->n == (uint32_t)n && l->id)
+		return l->id;
+	uint32_t id = intern_path(t, ips, n, pp, fresh);
+	*l = (struct leaf){ h, id, (uint32_t)n };
+	return id;
 }
 
 static size_t event_bound(int depth)
@@ -588,6 +647,7 @@ void recorder_init(int argc, char **argv)
 	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_checksumFlag, 1);
 	pthread_atfork(recorder_fork_prepare, recorder_fork_parent,
 		       recorder_fork_child);
+	have_leaves_key = pthread_key_create(&leaves_key, leaves_gone) == 0;
 	if (!R->follow)
 		drop_from_preload();
 	unsigned options = 0;

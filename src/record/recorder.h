@@ -20,6 +20,13 @@
 
 #define HS_TLS __attribute__((tls_model("initial-exec")))
 
+#define HS_LEAVES 1024
+
+struct leaf {
+	uint64_t hash;
+	uint32_t id, n;
+};
+
 /* Per-thread state.  busy is set while the thread runs recorder code (or
  * must not be recorded at all), so that allocations made underneath —
  * libunwind, zstd, dlsym, the writer thread — are never recorded. */
@@ -32,6 +39,9 @@ struct tstate {
 	uintptr_t ips[HS_DEPTH_MAX];
 	uint32_t ids[HS_DEPTH_MAX];
 	uintptr_t scratch[HS_DEPTH_MAX]; /* stack of a realloc in flight */
+	uint32_t leaves_gen;
+	int leaves_done; /* the thread is ending: no cache any more */
+	struct leaf *leaves; /* recent whole stacks: hash -> id */
 };
 extern __thread struct tstate hs_thread HS_TLS;
 
