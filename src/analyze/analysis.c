@@ -14,6 +14,7 @@
 #define WINDOWS_MAX (10u * 1000 * 1000)
 #define AUTO_WINDOWS 20
 #define STACK_DEPTH_MAX 256
+#define EVENTS_AT_ONCE 256 /* decoded per reader_events call */
 
 enum fit_of { FIT_LIVE, FIT_RSS, FIT_HEAP };
 
@@ -64,6 +65,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 		  enum batch_source src, uint64_t window, struct pass *p)
 {
 	struct hs_record rec;
+	struct hs_event ev[EVENTS_AT_ONCE];
 	int rc, ret = -1;
 	uint64_t now = 0, boundary = window, windows = 0;
 	reset_counts(a);
@@ -79,7 +81,18 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
 	if (!a->argv && copy_header(a, reader_header(rd)))
 		goto out;
-	while ((rc = reader_next(rd, &rec)) > 0) {
+	for (;;) {
+		/* runs of events, the bulk of a trace: they carry no time */
+		size_t n = reader_events(rd, ev, EVENTS_AT_ONCE);
+		if (n) {
+			a->events += n;
+			a->complete = 0;
+			if (replay_events(p->replay, ev, n))
+				goto out;
+			continue;
+		}
+		if ((rc = reader_next(rd, &rec)) <= 0)
+			break;
 		/* times restart at 0 in a frame until its first time record */
 		if (rec.time_ns > now)
 			now = rec.time_ns;

@@ -118,7 +118,8 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 	uint32_t slot = stacks_ref(r->stacks, stack);
 	if (slot == NO_SLOT)
 		return hs_error("out of memory for stacks");
-	if ((r->used + 1) * 2 > r->mask + 1 && grow(r))
+	/* at most a third full: short probe runs beat a smaller table */
+	if ((r->used + 1) * 3 > r->mask + 1 && grow(r))
 		return -1;
 	size_t h = hash(addr, r->mask);
 	while (r->tab[h].addr) {
@@ -141,61 +142,61 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 	return 0;
 }
 
-int replay_event(struct replay *r, const struct hs_record *rec)
+static inline int event(struct replay *r, const struct hs_event *e)
 {
 	struct replay_totals *t = &r->t;
-	switch (rec->kind) {
+	switch (e->kind) {
 	case HS_REC_ALLOC:
-		if (rec->fn == HS_FN_MMAP) {
+		if (e->fn == HS_FN_MMAP) {
 			t->mmaps++;
 			return 0;
 		}
-		if (!rec->ptr) { /* success with NULL cannot be: a failure */
+		if (!e->ptr) { /* success with NULL cannot be: a failure */
 			t->failed_allocations++;
 			return 0;
 		}
 		t->allocations++;
-		t->allocated_bytes += rec->size;
-		if (insert(r, rec->ptr, rec->size, rec->stack))
+		t->allocated_bytes += e->size;
+		if (insert(r, e->ptr, e->size, e->stack))
 			return -1;
-		series_alloc(r->series, rec->size, t->live_bytes);
+		series_alloc(r->series, e->size, t->live_bytes);
 		return 0;
 	case HS_REC_FREE:
-		if (rec->fn == HS_FN_MMAP || rec->fn == HS_FN_MUNMAP ||
-		    rec->fn == HS_FN_MREMAP) {
+		if (e->fn == HS_FN_MMAP || e->fn == HS_FN_MUNMAP ||
+		    e->fn == HS_FN_MREMAP) {
 			t->munmaps++;
 			return 0;
 		}
-		if (!rec->ptr)
+		if (!e->ptr)
 			return 0; /* free(NULL) does nothing */
 		t->frees++;
 		series_free(r->series);
-		if (!drop(r, rec->ptr))
+		if (!drop(r, e->ptr))
 			t->unmatched_frees++;
 		return 0;
 	case HS_REC_REALLOC:
-		if (rec->fn == HS_FN_MREMAP) {
+		if (e->fn == HS_FN_MREMAP) {
 			t->mmaps++;
 			return 0;
 		}
-		if (!rec->ptr) {
+		if (!e->ptr) {
 			t->failed_allocations++;
 			return 0;
 		}
-		if (rec->old_ptr) {
+		if (e->old_ptr) {
 			t->reallocs++;
-			if (!drop(r, rec->old_ptr))
+			if (!drop(r, e->old_ptr))
 				t->unmatched_frees++;
 		} else {
 			t->allocations++; /* realloc(NULL, n) is a malloc */
 		}
-		t->allocated_bytes += rec->size;
-		if (insert(r, rec->ptr, rec->size, rec->stack))
+		t->allocated_bytes += e->size;
+		if (insert(r, e->ptr, e->size, e->stack))
 			return -1;
-		if (rec->old_ptr)
-			series_realloc(r->series, rec->size, t->live_bytes);
+		if (e->old_ptr)
+			series_realloc(r->series, e->size, t->live_bytes);
 		else
-			series_alloc(r->series, rec->size, t->live_bytes);
+			series_alloc(r->series, e->size, t->live_bytes);
 		return 0;
 	case HS_REC_FAIL:
 		/* a failed realloc leaves the old block live: nothing to do */
@@ -207,6 +208,34 @@ int replay_event(struct replay *r, const struct hs_record *rec)
 	default:
 		return 0;
 	}
+}
+
+int replay_event(struct replay *r, const struct hs_record *rec)
+{
+	struct hs_event e = {
+		.ptr = rec->ptr,
+		.old_ptr = rec->old_ptr,
+		.size = rec->size,
+		.stack = rec->stack,
+		.kind = rec->kind,
+		.fn = rec->fn,
+	};
+	return event(r, &e);
+}
+
+/* How far ahead of the event replayed the table slot is fetched. */
+#define AHEAD 8
+
+int replay_events(struct replay *r, const struct hs_event *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n)
+			__builtin_prefetch(
+				&r->tab[hash(ev[i + AHEAD].ptr, r->mask)]);
+		if (event(r, &ev[i]))
+			return -1;
+	}
+	return 0;
 }
 
 int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hs_event;
 struct hs_record;
 struct series;
 struct stacks;
@@ -44,6 +45,8 @@ void replay_destroy(struct replay *r);
 
 /* One event record (kind >= HS_REC_ALLOC); -1 only when out of memory. */
 int replay_event(struct replay *r, const struct hs_record *rec);
+/* n event records, as reader_events decodes them. */
+int replay_events(struct replay *r, const struct hs_event *ev, size_t n);
 /* The current batch ends at time_ns (a mark or a window boundary). */
 int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark);
 

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "columns.h"
@@ -19,6 +22,7 @@ struct hs_reader {
 	size_t ccap, ucap, rcap;
 	const uint8_t *p, *end; /* undecoded records of the current chunk */
 	uint64_t offset, chunks;
+	uint64_t size; /* of a regular file, whose frames are mapped; else 0 */
 	int truncated;
 	/* delta state, reset at every chunk */
 	uint64_t prev_ptr;
@@ -188,6 +192,9 @@ struct hs_reader *reader_open(const char *path)
 	free(body);
 	body = NULL;
 	r->offset = HS_PREAMBLE_LEN + blen;
+	struct stat st;
+	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode))
+		r->size = (uint64_t)st.st_size;
 	r->dctx = ZSTD_createDCtx();
 	if (!r->dctx) {
 		hs_error("out of memory");
@@ -219,6 +226,9 @@ uint64_t reader_chunks(const struct hs_reader *r)
 {
 	return r->chunks;
 }
+
+/* Frames at least this large are mapped rather than read. */
+#define MAP_MIN (256u << 10)
 
 static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
@@ -259,12 +269,32 @@ static int load_chunk(struct hs_reader *r)
 	    grow(&r->ubuf, &r->ucap, usize ? usize : 1) ||
 	    grow(&r->rbuf, &r->rcap, usize ? usize : 1))
 		return -1;
-	if (fread(r->cbuf, 1, csize, r->f) != csize) {
+	const uint8_t *src = r->cbuf;
+	void *map = MAP_FAILED;
+	size_t map_len = 0;
+	uint64_t at = r->offset + HS_CHUNK_HEADER_LEN;
+	if (r->size && csize >= MAP_MIN && at + csize <= r->size) {
+		/* mapped, not copied: the page cache is read in place */
+		uint64_t base = at & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+		map_len = (size_t)(at - base) + csize;
+		map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+			   fileno(r->f), (off_t)base);
+		if (map != MAP_FAILED && fseeko(r->f, csize, SEEK_CUR) != 0) {
+			munmap(map, map_len);
+			return hs_error("%s: seek error: %s", r->path,
+					strerror(errno));
+		}
+		if (map != MAP_FAILED)
+			src = (const uint8_t *)map + (at - base);
+	}
+	if (map == MAP_FAILED && fread(r->cbuf, 1, csize, r->f) != csize) {
 		r->truncated = !ferror(r->f);
 		return hs_error("%s: truncated trace: partial frame at byte "
 				"%llu", r->path, (unsigned long long)r->offset);
 	}
-	size_t n = ZSTD_decompressDCtx(r->dctx, r->ubuf, usize, r->cbuf, csize);
+	size_t n = ZSTD_decompressDCtx(r->dctx, r->ubuf, usize, src, csize);
+	if (map != MAP_FAILED)
+		munmap(map, map_len);
 	if (ZSTD_isError(n))
 		return hs_error("%s: corrupt trace: frame at byte %llu: %s",
 				r->path, (unsigned long long)r->offset,
@@ -455,6 +485,95 @@ corrupt:
 	return hs_error("%s: corrupt trace: bad record 0x%02x in frame ending "
 			"at byte %llu", r->path, tag,
 			(unsigned long long)r->offset);
+}
+
+/* One varint, the short ones unrolled; NULL when malformed. */
+static inline const uint8_t *get_u64(const uint8_t *p, const uint8_t *end,
+				     uint64_t *v)
+{
+	if (end - p >= 3) {
+		uint64_t b0 = p[0], b1 = p[1], b2 = p[2];
+		if (b0 < 0x80) {
+			*v = b0;
+			return p + 1;
+		}
+		if (b1 < 0x80) {
+			*v = (b0 & 0x7f) | b1 << 7;
+			return p + 2;
+		}
+		if (b2 < 0x80) {
+			*v = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
+			return p + 3;
+		}
+	}
+	return varint_get(&p, end, v) ? NULL : p;
+}
+
+#define EV_GET(v)                                                            \
+	do {                                                                 \
+		if (!(p = get_u64(p, end, &(v))))                            \
+			goto stop;                                           \
+	} while (0)
+
+#define EV_PTR(v)                                                            \
+	do {                                                                 \
+		uint64_t z_;                                                 \
+		EV_GET(z_);                                                  \
+		prev += (uint64_t)zigzag_decode(z_);                         \
+		(v) = prev;                                                  \
+	} while (0)
+
+size_t reader_events(struct hs_reader *r, struct hs_event *ev, size_t max)
+{
+	const uint8_t *p = r->p, *end = r->end;
+	uint64_t prev = r->prev_ptr;
+	size_t n = 0;
+	while (n < max && p < end && *p >= HS_REC_ALLOC) {
+		const uint8_t *start = p;
+		uint64_t prev_start = prev;
+		struct hs_event *e = &ev[n];
+		unsigned tag = *p++;
+		e->kind = HS_TAG_KIND(tag);
+		e->fn = HS_TAG_FN(tag);
+		switch (e->kind) {
+		case HS_REC_ALLOC:
+			EV_GET(e->size);
+			EV_GET(e->stack);
+			EV_PTR(e->ptr);
+			break;
+		case HS_REC_FREE:
+			EV_PTR(e->ptr);
+			break;
+		case HS_REC_REALLOC:
+			EV_PTR(e->old_ptr);
+			EV_PTR(e->ptr);
+			EV_GET(e->size);
+			EV_GET(e->stack);
+			break;
+		case HS_REC_FAIL:
+			EV_GET(e->size);
+			EV_GET(e->stack);
+			e->ptr = 0;
+			break;
+		case HS_REC_MUNMAP:
+			EV_PTR(e->ptr);
+			EV_GET(e->size);
+			break;
+		default: /* unknown: reader_next reports it */
+			p = start;
+			goto out;
+		}
+		n++;
+		continue;
+stop:		/* malformed: left to reader_next, which reports it */
+		p = start;
+		prev = prev_start;
+		break;
+	}
+out:
+	r->p = p;
+	r->prev_ptr = prev;
+	return n;
 }
 
 void reader_destroy(struct hs_reader *r)

@@ -58,6 +58,13 @@ struct hs_record {
 	uint64_t wait_status;
 };
 
+/* A heap event (kind >= HS_REC_ALLOC), as reader_events decodes it: the
+ * fields of struct hs_record that the replay needs, and no more. */
+struct hs_event {
+	uint64_t ptr, old_ptr, size, stack;
+	unsigned kind, fn;
+};
+
 struct hs_reader;
 
 /* Opens and validates the header; NULL with hs_last_error() on failure. */
@@ -66,6 +73,11 @@ const struct hs_header *reader_header(const struct hs_reader *r);
 /* 1: a record; 0: clean end of file; -1: error (hs_last_error()), such as
  * a corrupt or truncated chunk.  Records before the error were valid. */
 int reader_next(struct hs_reader *r, struct hs_record *rec);
+/* Decodes the heap events that come next in the current chunk, at most
+ * max, into ev; returns how many.  0 when the next record is another kind,
+ * a malformed event, or in the next chunk: reader_next reads (or reports)
+ * it.  The events' thread and time are those of reader_next's last record. */
+size_t reader_events(struct hs_reader *r, struct hs_event *ev, size_t max);
 /* After reader_next returned -1: whether the file simply ends inside a
  * chunk (a trace cut short), as opposed to corrupt or foreign bytes. */
 int reader_truncated(const struct hs_reader *r);
