@@ -222,10 +222,12 @@ static void head(FILE *o, const struct stack_growth *g, const char *lead,
 
 static void stacks(FILE *o, const struct analysis *a, int utf8)
 {
-	if (!a->shown) {
+	if (!a->nstacks) {
 		fprintf(o, "\nNo heap allocations recorded.\n");
 		return;
 	}
+	if (!a->shown) /* --top 0 */
+		return;
 	fprintf(o, "\nTop %s by growth per batch (%zu of %zu):\n",
 		a->by_site ? "allocation sites" : "stacks", a->shown,
 		a->nstacks);

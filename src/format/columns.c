@@ -58,6 +58,25 @@ static int move_str(struct cursor *in, struct sink *out)
 	return move_varint(in, out, &n) || move_bytes(in, out, n) ? -1 : 0;
 }
 
+/* move_varint for the hot fields: one 8-byte load and store when both
+ * sides have 8 bytes to spare (the length comes from the stop bits). */
+static inline int copy_varint(struct cursor *in, struct sink *out)
+{
+	if (in->end - in->p >= 8 && out->p && out->end - out->p >= 8) {
+		uint64_t w;
+		memcpy(&w, in->p, 8);
+		uint64_t stops = ~w & 0x8080808080808080ull;
+		if (stops) {
+			size_t l = ((size_t)__builtin_ctzll(stops) >> 3) + 1;
+			memcpy(out->p, &w, 8);
+			out->p += l;
+			in->p += l;
+			return 0;
+		}
+	}
+	return move_varint(in, out, NULL);
+}
+
 /* Walks one record's fields (tag already moved), moving each between the
  * row stream and its column.  encode: row -> columns; decode: columns ->
  * row.  The same walk serves both directions, so they cannot disagree. */
@@ -196,7 +215,21 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		if (out.p == out.end)
 			return (size_t)-1;
 		*out.p++ = (uint8_t)tag;
-		if (walk(tag, NULL, &out, col, NULL, 0))
+		/* the hot records inline, as columns_encode_fast */
+		int bad;
+		switch (tag & 0xf0) {
+		case HS_REC_ALLOC:
+			bad = copy_varint(&col[SIZES], &out) ||
+			      copy_varint(&col[STACKS], &out) ||
+			      copy_varint(&col[PTRS], &out);
+			break;
+		case HS_REC_FREE:
+			bad = copy_varint(&col[PTRS], &out);
+			break;
+		default:
+			bad = walk(tag, NULL, &out, col, NULL, 0);
+		}
+		if (bad)
 			return (size_t)-1;
 	}
 	for (int s = 0; s < NSTREAMS; s++)
@@ -204,39 +237,6 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 			return (size_t)-1; /* leftover bytes: corrupt */
 	return (size_t)(out.p - rows);
 }
-
-/* Length of the varint at p (at most 10 bytes; the rows come from our own
- * encoder, and the slow walk re-checks anything unusual). */
-static inline size_t vlen(const uint8_t *p, const uint8_t *end)
-{
-	size_t i = 0;
-	while (p + i < end && (p[i] & 0x80) && i < HS_VARINT_MAX)
-		i++;
-	return i + 1;
-}
-
-/* Copies one varint with 8-byte moves when 8 bytes can be read and the
- * column has slack (columns_encode_fast's scratch regions have 16). */
-#define COPY_VARINT(stream)                                                  \
-	do {                                                                 \
-		size_t l_;                                                   \
-		uint64_t w_, m_ = 0;                                         \
-		if (in.end - in.p >= 8) {                                    \
-			memcpy(&w_, in.p, 8);                                \
-			m_ = ~w_ & 0x8080808080808080ull;                    \
-		}                                                            \
-		if (m_) {                                                    \
-			l_ = ((size_t)__builtin_ctzll(m_) >> 3) + 1;          \
-			memcpy(col[stream].p, &w_, 8);                       \
-		} else {                                                     \
-			l_ = vlen(in.p, in.end);                             \
-			if (l_ > (size_t)(in.end - in.p))                    \
-				return 0;                                    \
-			memcpy(col[stream].p, in.p, l_);                     \
-		}                                                            \
-		col[stream].p += l_;                                         \
-		in.p += l_;                                                  \
-	} while (0)
 
 size_t columns_encode_fast(const uint8_t *rows, size_t n, uint8_t *out,
 			   size_t cap, uint8_t *scratch)
@@ -253,12 +253,14 @@ size_t columns_encode_fast(const uint8_t *rows, size_t n, uint8_t *out,
 		/* the hot records inline; everything else by the walk */
 		switch (tag & 0xf0) {
 		case HS_REC_ALLOC:
-			COPY_VARINT(SIZES);
-			COPY_VARINT(STACKS);
-			COPY_VARINT(PTRS);
+			if (copy_varint(&in, &col[SIZES]) ||
+			    copy_varint(&in, &col[STACKS]) ||
+			    copy_varint(&in, &col[PTRS]))
+				return 0;
 			continue;
 		case HS_REC_FREE:
-			COPY_VARINT(PTRS);
+			if (copy_varint(&in, &col[PTRS]))
+				return 0;
 			continue;
 		default:
 			if (walk(tag, &in, NULL, NULL, col, 1))
