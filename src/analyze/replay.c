@@ -113,7 +113,7 @@ static int drop(struct replay *r, uint64_t addr)
 }
 
 static int insert(struct replay *r, uint64_t addr, uint64_t size,
-		  uint64_t stack)
+		  uint64_t stack, int is_alloc)
 {
 	uint32_t slot = stacks_ref(r->stacks, stack);
 	if (slot == NO_SLOT)
@@ -128,7 +128,7 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 			 * between: a lost event; the newer block wins */
 			r->t.replaced_allocations++;
 			drop(r, addr);
-			return insert(r, addr, size, stack);
+			return insert(r, addr, size, stack, is_alloc);
 		}
 		h = (h + 1) & r->mask;
 	}
@@ -138,7 +138,7 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 	r->t.live_blocks++;
 	if (r->t.live_bytes > r->t.peak_live_bytes)
 		r->t.peak_live_bytes = r->t.live_bytes;
-	stacks_add(r->stacks, slot, size, r->batch);
+	stacks_add(r->stacks, slot, size, r->batch, is_alloc);
 	return 0;
 }
 
@@ -157,7 +157,7 @@ static inline int event(struct replay *r, const struct hs_event *e)
 		}
 		t->allocations++;
 		t->allocated_bytes += e->size;
-		if (insert(r, e->ptr, e->size, e->stack))
+		if (insert(r, e->ptr, e->size, e->stack, 1))
 			return -1;
 		series_alloc(r->series, e->size, t->live_bytes);
 		return 0;
@@ -191,7 +191,7 @@ static inline int event(struct replay *r, const struct hs_event *e)
 			t->allocations++; /* realloc(NULL, n) is a malloc */
 		}
 		t->allocated_bytes += e->size;
-		if (insert(r, e->ptr, e->size, e->stack))
+		if (insert(r, e->ptr, e->size, e->stack, !e->old_ptr))
 			return -1;
 		if (e->old_ptr)
 			series_realloc(r->series, e->size, t->live_bytes);

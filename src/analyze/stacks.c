@@ -209,19 +209,19 @@ static void flush(struct stacks_acc *a, uint32_t b, uint32_t from)
 }
 
 void stacks_add(struct stacks *s, uint32_t ref, uint64_t size,
-		uint32_t batch)
+		uint32_t batch, int is_alloc)
 {
 	struct slot *sl = &s->slots[ref];
 	flush(&sl->acc, batch, s->from);
 	sl->acc.live += size;
 	sl->acc.blocks++;
-	sl->acc.allocations++;
+	sl->acc.allocations += is_alloc != 0;
 	if (s->by_site) {
 		struct stacks_acc *a = &s->sites[sl->site].acc;
 		flush(a, batch, s->from);
 		a->live += size;
 		a->blocks++;
-		a->allocations++;
+		a->allocations += is_alloc != 0;
 	}
 }
 

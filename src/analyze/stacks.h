@@ -67,9 +67,10 @@ int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip);
  * stack (see stacks_bad_refs). */
 uint32_t stacks_ref(struct stacks *s, uint64_t id);
 /* Live bytes of slot ref change by +size / -size during batch `batch`
- * (the number of marks seen so far). */
+ * (the number of marks seen so far).  is_alloc: the block is a new
+ * allocation (counted), not a realloc's new home. */
 void stacks_add(struct stacks *s, uint32_t ref, uint64_t size,
-		uint32_t batch);
+		uint32_t batch, int is_alloc);
 void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
 		uint32_t batch);
 /* Closes the sums after `batches` marks: call once, at the end. */

@@ -330,9 +330,9 @@ def validate_report(d, what="report"):
         s.int_(e, "live_bytes_at_end", path)
         lb = s.int_(e, "leaked_bytes", path)
         nb = s.int_(e, "leaked_blocks", path)
-        na = s.int_(e, "allocations", path)
-        if nb is not None and na is not None and nb > na:
-            s.err(path, f"leaked_blocks {nb} > allocations {na}")
+        # (no leaked_blocks <= allocations: a block realloc'd onto this
+        # stack leaks here, but was allocated by the stack of its malloc)
+        s.int_(e, "allocations", path)
         if lb is not None and nb == 0 and lb != 0:
             s.err(path, f"leaked_bytes {lb} without a leaked block")
         fr = e.get("frames")

@@ -53,6 +53,11 @@ def check_totals(rep, own_bytes, own_blocks, what):
     check_eq(sum_leaks(others), (bb, bn),
              f"{what}: leaks of the stacks that are not the program's")
     check_eq(rep["totals"]["unmatched_frees"], 0, f"{what}: unmatched_frees")
+    # the counting rules hold per stack: a realloc's new home is no
+    # allocation of its stack
+    check_eq(sum(s["allocations"] for s in rep["stacks"]),
+             rep["totals"]["allocations"],
+             f"{what}: allocations summed over all stacks")
 
 
 def test_each_mode_alone():

@@ -73,8 +73,8 @@ static void one_run(int run)
 			} else {
 				uint64_t size = next() % 5000;
 				blocks[nblocks++] = (struct blk){ s, size };
-				stacks_add(late, ref_late[s], size, b);
-				stacks_add(early, ref_early[s], size, b);
+				stacks_add(late, ref_late[s], size, b, 1);
+				stacks_add(early, ref_early[s], size, b, 1);
 				live[s] += size;
 			}
 		}
