@@ -66,7 +66,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 {
 	struct hs_record rec;
 	struct hs_event ev[EVENTS_AT_ONCE];
-	int rc, ret = -1;
+	int rc, ret = -1, preloaded = 0;
 	uint64_t now = 0, boundary = window, windows = 0;
 	reset_counts(a);
 	struct hs_reader *rd = reader_open(a->path);
@@ -85,6 +85,9 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 		/* runs of events, the bulk of a trace: they carry no time */
 		size_t n = reader_events(rd, ev, EVENTS_AT_ONCE);
 		if (n) {
+			/* the modules come first: load them during the replay */
+			if (!preloaded)
+				preloaded = symbols_preload(p->symbols);
 			a->events += n;
 			a->complete = 0;
 			if (replay_events(p->replay, ev, n))
@@ -108,6 +111,8 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 			boundary += window;
 		}
 		if (rec.kind >= HS_REC_ALLOC) {
+			if (!preloaded)
+				preloaded = symbols_preload(p->symbols);
 			a->events++;
 			a->complete = 0;
 			if (replay_event(p->replay, &rec))

@@ -7,6 +7,8 @@
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,18 @@ struct module {
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
+/* The first modules' files and debug information, loaded by a thread of
+ * its own while the trace is replayed.  Until joined, the thread alone
+ * touches dwfl and mods (copies of the entries, sharing the paths). */
+struct preload {
+	pthread_t thread;
+	const struct symbols *s; /* read only: user_dir, cb */
+	struct module *mods;
+	size_t n;
+	Dwfl *dwfl;
+	atomic_int stop; /* wanted now, or not at all: finish early */
+};
+
 struct symbols {
 	struct module *mods;
 	size_t n, cap;
@@ -39,6 +53,8 @@ struct symbols {
 	demangle_fn demangle;
 	void *libstdcxx;
 	int demangle_tried;
+	struct preload *preload; /* NULL: not started, or joined */
+	int preload_tried;
 };
 
 /* C++ names are demangled with the C++ runtime's __cxa_demangle when the
@@ -75,10 +91,18 @@ oom:
 	return NULL;
 }
 
+static Dwfl *preload_join(struct symbols *s);
+
 void symbols_destroy(struct symbols *s)
 {
 	if (!s)
 		return;
+	if (s->preload) {
+		atomic_store(&s->preload->stop, 1);
+		Dwfl *dwfl = preload_join(s);
+		if (dwfl)
+			dwfl_end(dwfl);
+	}
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	for (size_t i = 0; i < s->n; i++)
@@ -157,20 +181,25 @@ static const struct module *find_module(const struct symbols *s,
 	return NULL;
 }
 
-int symbols_in_runtime(void *symbols, uint64_t ip)
+/* 1 if path is a runtime library whose frames only wrap malloc
+ * (libstdc++'s operator new, libc, libgcc): not an allocation site. */
+static int is_runtime(const char *path)
 {
 	static const char *const runtimes[] = { "libstdc++.so", "libc++.so",
 						"libc++abi.so", "libc.so",
 						"libgcc_s.so" };
-	const struct module *m = find_module(symbols, ip);
-	if (!m)
-		return 0;
-	const char *base = strrchr(m->path, '/');
-	base = base ? base + 1 : m->path;
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
 	for (size_t i = 0; i < sizeof(runtimes) / sizeof(runtimes[0]); i++)
 		if (!strncmp(base, runtimes[i], strlen(runtimes[i])))
 			return 1;
 	return 0;
+}
+
+int symbols_in_runtime(void *symbols, uint64_t ip)
+{
+	const struct module *m = find_module(symbols, ip);
+	return m && is_runtime(m->path);
 }
 
 /* 1 if the ELF file at path has the recorded build-id (or none was
@@ -216,33 +245,126 @@ static int by_build_id(const char *dir, const struct module *m, char *out,
 	return same_build(out, m);
 }
 
-/* Hands every module whose file (or a debug file with its build-id) is
- * found to libdwfl; the rest stay unresolved. */
-static void report_modules(struct symbols *s)
+/* Hands each of mods[0, n) whose file (or a debug file with its build-id)
+ * is found to libdwfl, between dwfl_report_begin*() and _end(); the rest
+ * stay unresolved. */
+static void report_range(Dwfl *dwfl, const char *user_dir,
+			 struct module *mods, size_t n)
 {
 	char alt[4200];
-	s->reported = 1;
-	elf_version(EV_CURRENT);
-	s->dwfl = dwfl_begin(&s->cb);
-	if (!s->dwfl)
-		return;
-	dwfl_report_begin(s->dwfl);
-	for (size_t i = 0; i < s->n; i++) {
-		const struct module *m = &s->mods[i];
+	for (size_t i = 0; i < n; i++) {
+		struct module *m = &mods[i];
 		const char *file = NULL;
-		struct module *w = &s->mods[i];
 		if (m->path[0] == '/' && same_build(m->path, m))
 			file = m->path;
-		else if (by_build_id(s->user_dir, m, alt, sizeof(alt)) ||
+		else if (by_build_id(user_dir, m, alt, sizeof(alt)) ||
 			 by_build_id("/usr/lib/debug", m, alt, sizeof(alt)))
 			file = alt;
 		else
-			w->stale = m->path[0] == '/' &&
+			m->stale = m->path[0] == '/' &&
 				   access(m->path, R_OK) == 0;
 		if (file) /* NULL on overlap with a module reported before */
-			dwfl_report_elf(s->dwfl, m->path, file, -1, m->base,
+			dwfl_report_elf(dwfl, m->path, file, -1, m->base,
 					false);
 	}
+}
+
+/* What resolving a frame in dm loads first: symbols, DWARF, the debug
+ * file.  Only for the modules every stack passes through, the executable
+ * (the first module) and libc, and libstdc++ for C++ allocations: the
+ * others are loaded if their frames are resolved, as without a preload. */
+static int load_module(Dwfl_Module *dm, void **user, const char *name,
+		       Dwarf_Addr start, void *arg)
+{
+	(void)user, (void)start;
+	struct preload *p = arg;
+	Dwarf_Addr bias;
+	if (atomic_load(&p->stop))
+		return DWARF_CB_ABORT;
+	if (strcmp(name, p->mods[0].path) != 0 && !is_runtime(name))
+		return DWARF_CB_OK;
+	dwfl_module_getsymtab(dm);
+	dwfl_module_getdwarf(dm, &bias);
+	return DWARF_CB_OK;
+}
+
+static void *preload_run(void *arg)
+{
+	struct preload *p = arg;
+	p->dwfl = dwfl_begin(&p->s->cb);
+	if (!p->dwfl)
+		return NULL;
+	dwfl_report_begin(p->dwfl);
+	report_range(p->dwfl, p->s->user_dir, p->mods, p->n);
+	dwfl_report_end(p->dwfl, NULL, NULL);
+	dwfl_getmodules(p->dwfl, load_module, p, 0);
+	return NULL;
+}
+
+int symbols_preload(struct symbols *s)
+{
+	if (s->preload_tried)
+		return 1;
+	if (!s->n)
+		return 0;
+	/* on any failure here the modules are loaded when resolving */
+	s->preload_tried = 1;
+	struct preload *p = calloc(1, sizeof(*p));
+	if (!p || !(p->mods = malloc(s->n * sizeof(*p->mods))))
+		goto fail;
+	memcpy(p->mods, s->mods, s->n * sizeof(*p->mods));
+	p->n = s->n;
+	p->s = s;
+	atomic_init(&p->stop, 0);
+	elf_version(EV_CURRENT);
+	if (pthread_create(&p->thread, NULL, preload_run, p) != 0)
+		goto fail;
+	s->preload = p;
+	return 1;
+fail:
+	if (p)
+		free(p->mods);
+	free(p);
+	return 1;
+}
+
+/* Waits for the preload thread: its Dwfl, holding the first modules, and
+ * their stale flags copied back. */
+static Dwfl *preload_join(struct symbols *s)
+{
+	struct preload *p = s->preload;
+	pthread_join(p->thread, NULL);
+	Dwfl *dwfl = p->dwfl;
+	if (dwfl)
+		for (size_t i = 0; i < p->n; i++)
+			s->mods[i].stale = p->mods[i].stale;
+	free(p->mods);
+	free(p);
+	s->preload = NULL;
+	return dwfl;
+}
+
+/* Hands every module to libdwfl: the first ones as preloaded, the rest
+ * (recorded later) here. */
+static void report_modules(struct symbols *s)
+{
+	size_t from = s->preload ? s->preload->n : 0;
+	s->reported = 1;
+	if (s->preload) {
+		/* what it has not loaded yet is loaded when needed */
+		atomic_store(&s->preload->stop, 1);
+		s->dwfl = preload_join(s);
+	} else {
+		elf_version(EV_CURRENT);
+		s->dwfl = dwfl_begin(&s->cb);
+	}
+	if (!s->dwfl || (from && from == s->n))
+		return;
+	if (from)
+		dwfl_report_begin_add(s->dwfl);
+	else
+		dwfl_report_begin(s->dwfl);
+	report_range(s->dwfl, s->user_dir, s->mods + from, s->n - from);
 	dwfl_report_end(s->dwfl, NULL, NULL);
 }
 

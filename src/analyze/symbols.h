@@ -30,6 +30,12 @@ void symbols_destroy(struct symbols *s);
 /* Remembers an HS_REC_MODULE record; -1 only when out of memory. */
 int symbols_module(struct symbols *s, const struct hs_record *rec);
 size_t symbols_module_count(const struct symbols *s);
+/* Starts loading the files and debug information of the modules known so
+ * far on a thread of its own, once, while the caller goes on (modules may
+ * still be added); symbols_resolve waits for it.  0 while no module is
+ * known, else 1 (also when the thread could not start: then the modules
+ * are loaded when resolving, as without it). */
+int symbols_preload(struct symbols *s);
 /* Modules whose file has changed since the recording (another build-id,
  * no matching debug file): how many, and the first one's path.  Known
  * once frames have been resolved. */
