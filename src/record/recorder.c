@@ -27,7 +27,7 @@
 #define BUF_SIZE (2u << 20)
 #define STACK_REC_MAX (1 + 3 * HS_VARINT_MAX)
 #define LABEL_MAX 1024
-#define ZSTD_LEVEL 3
+#define ZSTD_LEVEL 1
 
 __thread struct tstate hs_thread HS_TLS;
 struct recorder hs_rec = {
