@@ -176,6 +176,14 @@ static int absolute(const char *path, char *out, size_t cap)
 	return snprintf(out, cap, "%s/%s", cwd, path) >= (int)cap ? -1 : 0;
 }
 
+/* heapslope.PROGRAM.PID.hst in the current directory, as a full path. */
+static int default_name(const char *prog, pid_t pid, char *out, size_t cap)
+{
+	char name[PATH_MAX];
+	snprintf(name, sizeof(name), "heapslope.%s.%d.hst", prog, (int)pid);
+	return absolute(name, out, cap);
+}
+
 static int create_trace(const char *path, int force)
 {
 	if (force && unlink(path) && errno != ENOENT)
@@ -354,22 +362,14 @@ int cmd_record(int argc, char **argv)
 		close(rep[0]);
 		if (!o.output) {
 			/* the default name carries the child's pid */
-			char name[PATH_MAX];
-			snprintf(name, sizeof(name), "heapslope.%s.%d.hst", prog,
-				 (int)getpid());
-			if (absolute(name, root, sizeof(root)))
+			if (default_name(prog, getpid(), root, sizeof(root)))
 				_exit(127);
 			root_fd = -2;
 		}
 		run_child(&o, lib, root, root_fd, errp[1]);
 	}
-	if (!o.output) {
-		char name[PATH_MAX];
-		snprintf(name, sizeof(name), "heapslope.%s.%d.hst", prog,
-			 (int)child_pid);
-		if (absolute(name, root, sizeof(root)))
-			root[0] = 0;
-	}
+	if (!o.output && default_name(prog, child_pid, root, sizeof(root)))
+		root[0] = 0;
 	/* like a shell: the terminal's signals go to the child; ours are
 	 * passed on */
 	sigaction(SIGINT, &ign, &old_int);
