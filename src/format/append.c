@@ -38,7 +38,7 @@ int trace_append_exit(const char *path, int wait_status)
 		rc = hs_error("%s does not end on a whole frame", path);
 		goto out;
 	}
-	uint8_t rec[1 + HS_VARINT_MAX], cols[64], out[256];
+	uint8_t rec[1 + HS_VARINT_MAX], work[256], out[256];
 	size_t n = (size_t)(enc_u64(rec, HS_REC_EXIT, (uint64_t)wait_status) -
 			    rec);
 	cctx = ZSTD_createCCtx();
@@ -47,7 +47,9 @@ int trace_append_exit(const char *path, int wait_status)
 		goto out;
 	}
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-	size_t len = chunk_encode(cctx, rec, n, out, sizeof(out), cols);
+	size_t len = chunk_work_size(n) <= sizeof(work)
+			     ? chunk_encode(cctx, rec, n, out, sizeof(out), work)
+			     : 0;
 	if (!len || write(fd, out, len) != (ssize_t)len) {
 		rc = hs_error("append to %s: %s", path,
 			      len ? strerror(errno) : "zstd error");

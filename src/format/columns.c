@@ -12,21 +12,16 @@ struct cursor {
 	const uint8_t *p, *end;
 };
 
-/* Counts bytes when p is NULL (the first pass of encoding). */
 struct sink {
 	uint8_t *p, *end;
-	size_t len;
 };
 
 static int put(struct sink *out, const uint8_t *src, size_t n)
 {
-	if (out->p) {
-		if (n > (size_t)(out->end - out->p))
-			return -1;
-		memcpy(out->p, src, n);
-		out->p += n;
-	}
-	out->len += n;
+	if (n > (size_t)(out->end - out->p))
+		return -1;
+	memcpy(out->p, src, n);
+	out->p += n;
 	return 0;
 }
 
@@ -62,7 +57,7 @@ static int move_str(struct cursor *in, struct sink *out)
  * sides have 8 bytes to spare (the length comes from the stop bits). */
 static inline int copy_varint(struct cursor *in, struct sink *out)
 {
-	if (in->end - in->p >= 8 && out->p && out->end - out->p >= 8) {
+	if (in->end - in->p >= 8 && out->end - out->p >= 8) {
 		uint64_t w;
 		memcpy(&w, in->p, 8);
 		uint64_t stops = ~w & 0x8080808080808080ull;
@@ -153,45 +148,6 @@ size_t columns_bound(size_t n)
 	return n + 1 + NSTREAMS * HS_VARINT_MAX;
 }
 
-/* Moves every record's fields to the column sinks; returns -1 if the rows
- * do not parse. */
-static int transpose(const uint8_t *rows, size_t n, struct sink *col)
-{
-	struct cursor in = { rows, rows + n };
-	while (in.p < in.end) {
-		uint8_t tag = *in.p++;
-		if (put(&col[TAGS], &tag, 1) ||
-		    walk(tag, &in, NULL, NULL, col, 1))
-			return -1;
-	}
-	return 0;
-}
-
-size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
-		      size_t cap)
-{
-	/* first count each column, then write them behind their lengths */
-	struct sink col[NSTREAMS] = { 0 };
-	if (transpose(rows, n, col))
-		return 0;
-	uint8_t *o = out, *end = out + cap;
-	if (cap < 1 + NSTREAMS * HS_VARINT_MAX)
-		return 0;
-	*o++ = NSTREAMS;
-	for (int s = 0; s < NSTREAMS; s++)
-		o = varint_put(o, col[s].len);
-	for (int s = 0; s < NSTREAMS; s++) {
-		size_t len = col[s].len;
-		if (len > (size_t)(end - o))
-			return 0;
-		col[s] = (struct sink){ o, o + len, 0 };
-		o += len;
-	}
-	if (transpose(rows, n, col))
-		return 0;
-	return (size_t)(o - out);
-}
-
 size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		      size_t cap)
 {
@@ -209,13 +165,13 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		col[s] = (struct cursor){ c.p, c.p + len[s] };
 		c.p += len[s];
 	}
-	struct sink out = { rows, rows + cap, 0 };
+	struct sink out = { rows, rows + cap };
 	while (col[TAGS].p < col[TAGS].end) {
 		unsigned tag = *col[TAGS].p++;
 		if (out.p == out.end)
 			return (size_t)-1;
 		*out.p++ = (uint8_t)tag;
-		/* the hot records inline, as columns_encode_fast */
+		/* the hot records inline, as in columns_encode */
 		int bad;
 		switch (tag & 0xf0) {
 		case HS_REC_ALLOC:
@@ -238,15 +194,15 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 	return (size_t)(out.p - rows);
 }
 
-size_t columns_encode_fast(const uint8_t *rows, size_t n, uint8_t *out,
-			   size_t cap, uint8_t *scratch)
+size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
+		      size_t cap, uint8_t *scratch)
 {
 	struct cursor in = { rows, rows + n };
 	struct sink col[NSTREAMS];
 	const size_t region = n + 16;
 	for (int s = 0; s < NSTREAMS; s++)
 		col[s] = (struct sink){ scratch + (size_t)s * region,
-					scratch + (size_t)s * region + n, 0 };
+					scratch + (size_t)s * region + n };
 	while (in.p < in.end) {
 		unsigned tag = *in.p++;
 		*col[TAGS].p++ = (uint8_t)tag;

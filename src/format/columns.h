@@ -11,15 +11,13 @@
 
 /* Upper bound of the encoded size of n bytes of rows. */
 size_t columns_bound(size_t n);
-/* rows -> columns (two passes, no scratch memory).  Returns the length,
- * 0 if the rows do not parse or cap is too small. */
-size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
-		      size_t cap);
-/* The same in one pass, for the recorder's writer thread: scratch holds
- * columns_scratch(n) bytes.  Gives exactly the bytes of columns_encode. */
+/* Bytes of scratch memory columns_encode needs for n bytes of rows: each
+ * column is laid out in a region of its own, then packed. */
 #define columns_scratch(n) (5 * ((n) + 16))
-size_t columns_encode_fast(const uint8_t *rows, size_t n, uint8_t *out,
-			   size_t cap, uint8_t *scratch);
+/* rows -> columns in one pass.  Returns the length, 0 if the rows do not
+ * parse or cap is too small. */
+size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
+		      size_t cap, uint8_t *scratch);
 /* columns -> rows (at most cap bytes); (size_t)-1 if corrupt. */
 size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		      size_t cap);

@@ -46,10 +46,16 @@ size_t chunk_bound(size_t n)
 	return HS_CHUNK_HEADER_LEN + ZSTD_compressBound(columns_bound(n));
 }
 
-size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
-		    void *dst, size_t cap, uint8_t *cols)
+size_t chunk_work_size(size_t n)
 {
-	size_t c = columns_encode(rows, n, cols, columns_bound(n));
+	return columns_bound(n) + columns_scratch(n);
+}
+
+size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
+		    void *dst, size_t cap, uint8_t *work)
+{
+	uint8_t *cols = work, *scratch = work + columns_bound(n);
+	size_t c = columns_encode(rows, n, cols, columns_bound(n), scratch);
 	return c ? chunk_frame(cctx, cols, c, dst, cap) : 0;
 }
 

@@ -125,13 +125,14 @@ void hdr_put_str(struct hs_hdr_buf *h, unsigned key, const char *s);
 size_t hdr_finish(const struct hs_hdr_buf *h, uint8_t *dst, size_t cap);
 
 /* Frames n bytes of records (rows) as one chunk in dst: transposes them
- * into columns (in cols, of columns_bound(n) bytes; see columns.h), then
+ * into columns (see columns.h) in work, of chunk_work_size(n) bytes, then
  * compresses.  cap must be at least chunk_bound(n).  Returns the chunk's
  * length, or 0 if the records do not parse or zstd fails. */
 struct ZSTD_CCtx_s;
 size_t chunk_bound(size_t n);
+size_t chunk_work_size(size_t n);
 size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
-		    void *dst, size_t cap, uint8_t *cols);
+		    void *dst, size_t cap, uint8_t *work);
 /* The same for a payload already in columns (n bytes). */
 size_t chunk_frame(struct ZSTD_CCtx_s *cctx, const void *payload, size_t n,
 		   void *dst, size_t cap);

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../format/columns.h"
 #include "anonmap.h"
 #include "rmem.h"
 
@@ -634,11 +633,10 @@ void recorder_init(int argc, char **argv)
 	R->buf[1] = rmem_map_resident(BUF_SIZE);
 	R->cout_cap = chunk_bound(BUF_SIZE + 4096);
 	R->cout = rmem_map_resident(R->cout_cap);
-	R->cols = rmem_map_resident(columns_bound(BUF_SIZE));
-	R->transpose = rmem_map_resident(columns_scratch(BUF_SIZE));
+	R->work = rmem_map_resident(chunk_work_size(BUF_SIZE));
 	R->cctx = ws ? ZSTD_initStaticCCtx(ws, ws_size) : NULL;
 	R->stacks = stackmap_create();
-	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->cols || !R->transpose || !R->cctx || !R->stacks ||
+	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->work || !R->cctx || !R->stacks ||
 	    modlist_init(&R->known) || modlist_init(&R->scratch)) {
 		hs_fail("cannot allocate recorder buffers", ENOMEM);
 		goto out;

@@ -74,8 +74,7 @@ struct recorder {
 	char path[4096];
 	ZSTD_CCtx *cctx;
 	uint8_t *cout;
-	uint8_t *cols; /* the buffer being written, transposed */
-	uint8_t *transpose; /* room to transpose in one pass */
+	uint8_t *work; /* room to transpose a buffer into columns */
 	size_t cout_cap;
 	uint64_t last_flush_ns;
 	pthread_t writer;

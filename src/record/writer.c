@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../format/columns.h"
 #include "recorder.h"
 
 #define TICK_NS (10 * 1000000ull)          /* time records */
@@ -73,11 +72,8 @@ static int write_chunk(const uint8_t *src, size_t n)
 {
 	if (!n)
 		return 0;
-	size_t cols = columns_encode_fast(src, n, hs_rec.cols,
-					  columns_bound(n), hs_rec.transpose);
-	size_t c = cols ? chunk_frame(hs_rec.cctx, hs_rec.cols, cols,
-				      hs_rec.cout, hs_rec.cout_cap)
-			: 0;
+	size_t c = chunk_encode(hs_rec.cctx, src, n, hs_rec.cout,
+				hs_rec.cout_cap, hs_rec.work);
 	if (!c) {
 		hs_fail("zstd compression failed", 0);
 		return -1;

@@ -14,7 +14,6 @@
 #include "analyze/replay.h"
 #include "analyze/series.h"
 #include "analyze/stacks.h"
-#include "format/columns.h"
 #include "format/encoder.h"
 #include "format/reader.h"
 
@@ -48,14 +47,15 @@ static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 		uint8_t *out = malloc(cap);
 		/* rows that parse are transposed as the recorder does;
 		 * others go in as the frame's payload, to fuzz the columns */
-		uint8_t *cols = out ? malloc(columns_bound(parts[i][1])) : NULL;
-		size_t c = cols ? chunk_encode(cctx, data + parts[i][0],
-					       parts[i][1], out, cap, cols)
+		uint8_t *work = out ? malloc(chunk_work_size(parts[i][1]))
+				    : NULL;
+		size_t c = work ? chunk_encode(cctx, data + parts[i][0],
+					       parts[i][1], out, cap, work)
 				: 0;
 		if (!c && out)
 			c = chunk_frame(cctx, data + parts[i][0], parts[i][1],
 					out, cap);
-		free(cols);
+		free(work);
 		int ok = c && fwrite(out, 1, c, f) == c;
 		free(out);
 		if (!ok)

@@ -68,9 +68,9 @@ static void write_chunk_trace(const char *path, unsigned version,
 	out[8] = (uint8_t)version;
 	ZSTD_CCtx *c = ZSTD_createCCtx();
 	size_t cap = chunk_bound(n);
-	uint8_t *chunk = malloc(cap), *cols = malloc(n + 64);
+	uint8_t *chunk = malloc(cap), *work = malloc(chunk_work_size(n));
 	size_t cl = raw ? chunk_frame(c, recs, n, chunk, cap)
-		       : chunk_encode(c, recs, n, chunk, cap, cols);
+		       : chunk_encode(c, recs, n, chunk, cap, work);
 	CHECK(cl > 0);
 	FILE *f = fopen(path, "wb");
 	fwrite(out, 1, hl, f);
@@ -79,7 +79,7 @@ static void write_chunk_trace(const char *path, unsigned version,
 	if (cut)
 		CHECK(truncate(path, (off_t)(hl + cl - cut)) == 0);
 	free(chunk);
-	free(cols);
+	free(work);
 	ZSTD_freeCCtx(c);
 }
 
@@ -201,14 +201,14 @@ static void test_bad_input(void)
 	CHECK(strstr(hs_last_error(), "truncated") != NULL);
 
 	/* rows that do not parse cannot even be written */
-	uint8_t cols[1024], chunk[2048];
+	uint8_t cols[1024], work[4096], chunk[2048];
 	ZSTD_CCtx *c = ZSTD_createCCtx();
-	CHECK(chunk_encode(c, recs, n - 1, chunk, sizeof(chunk), cols) == 0);
+	CHECK(chunk_encode(c, recs, n - 1, chunk, sizeof(chunk), work) == 0);
 	uint8_t unknown[] = { 0x7e, 1, 2 };
-	CHECK(chunk_encode(c, unknown, 3, chunk, sizeof(chunk), cols) == 0);
+	CHECK(chunk_encode(c, unknown, 3, chunk, sizeof(chunk), work) == 0);
 
 	/* columns cut short, inside a valid frame */
-	size_t cn = columns_encode(recs, n, cols, sizeof(cols));
+	size_t cn = columns_encode(recs, n, cols, sizeof(cols), work);
 	CHECK(cn > 0);
 	snprintf(path, sizeof(path), "%s/cut-columns.hst", dir);
 	write_chunk_trace(path, HS_FORMAT_VERSION, cols, cn - 1, 0, 1);
