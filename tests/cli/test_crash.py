@@ -12,16 +12,32 @@ from common import (HEAPSLOPE, check, check_eq, dump_stats, fail, main, prog,
                     run, sanitizer_report, tmpdir)
 
 
+def record_forever(d, extra_opts=()):
+    """Starts `record -o trace.hst -- forever 60` in d; returns the record
+    process and the victim's pid, which forever prints first."""
+    argv = [HEAPSLOPE, "record", "-o", "trace.hst", *extra_opts, "--",
+            prog("forever"), "60"]
+    p = subprocess.Popen(argv, cwd=d, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    line = p.stdout.readline().decode()
+    if not line.startswith("pid "):
+        p.kill()
+        p.wait()
+        fail(f"forever printed {line!r}")
+    return p, int(line.split()[1])
+
+
+def finish(p):
+    """Waits for record; kills it if it outlives the test."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
 def kill_after(seconds, extra_opts=(), flushed=True):
     with tmpdir() as d:
-        argv = [HEAPSLOPE, "record", "-o", "trace.hst", *extra_opts, "--",
-                prog("forever"), "60"]
-        p = subprocess.Popen(argv, cwd=d, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+        p, pid = record_forever(d, extra_opts)
         try:
-            line = p.stdout.readline().decode()
-            check(line.startswith("pid "), f"forever printed {line!r}")
-            pid = int(line.split()[1])
             # the victim itself, not record: it must not get to close its trace
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 check(b"forever" in f.read(), f"pid {pid} is not the victim")
@@ -29,9 +45,7 @@ def kill_after(seconds, extra_opts=(), flushed=True):
             os.kill(pid, signal.SIGKILL)
             out, err = p.communicate(timeout=30)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            finish(p)
         check_eq(p.returncode, 128 + signal.SIGKILL,
                  f"record's exit status after SIGKILL (stderr {err!r})")
         path = os.path.join(d, "trace.hst")
@@ -83,21 +97,13 @@ def test_sigkill_early():
 def test_sigterm_to_record():
     """record passes SIGTERM on to the victim and exits 128+15."""
     with tmpdir() as d:
-        argv = [HEAPSLOPE, "record", "-o", "trace.hst", "--",
-                prog("forever"), "60"]
-        p = subprocess.Popen(argv, cwd=d, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+        p, pid = record_forever(d)
         try:
-            line = p.stdout.readline().decode()
-            check(line.startswith("pid "), f"forever printed {line!r}")
-            pid = int(line.split()[1])
             time.sleep(0.7)
             p.send_signal(signal.SIGTERM)
             out, err = p.communicate(timeout=30)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            finish(p)
         check_eq(p.returncode, 128 + signal.SIGTERM,
                  f"record's exit status after SIGTERM (stderr {err!r})")
         check(not os.path.exists(f"/proc/{pid}"), "the victim survived")
