@@ -27,17 +27,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case 's':
 		o->stats = 1;
 		break;
-	case ARGP_KEY_ARG:
-		if (o->path)
-			argp_error(state, "one trace at a time");
-		o->path = arg;
-		break;
-	case ARGP_KEY_END:
-		if (!o->path)
-			argp_error(state, "no trace given");
-		break;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		return trace_arg(key, arg, state, &o->path);
 	}
 	return 0;
 }

@@ -2,6 +2,12 @@
 #ifndef HS_COMMANDS_H
 #define HS_COMMANDS_H
 
+/* For argp parsers of commands that read one TRACE: handles its argument
+ * (and its absence); ARGP_ERR_UNKNOWN for other keys. */
+struct argp_state;
+int trace_arg(int key, char *arg, struct argp_state *state,
+	      const char **path);
+
 int cmd_record(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_dump(int argc, char **argv);

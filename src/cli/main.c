@@ -22,6 +22,24 @@ static const struct command commands[] = {
 	{ "dump", cmd_dump, "print a trace's records, or its counts" },
 };
 
+int trace_arg(int key, char *arg, struct argp_state *state,
+	      const char **path)
+{
+	switch (key) {
+	case ARGP_KEY_ARG:
+		if (*path)
+			argp_error(state, "one trace at a time");
+		*path = arg;
+		return 0;
+	case ARGP_KEY_END:
+		if (!*path)
+			argp_error(state, "no trace given");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: heapslope [--version] [--help] COMMAND [ARGS]\n\n"
