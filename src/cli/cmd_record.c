@@ -42,8 +42,8 @@ static const struct argp_option options[] = {
 	  "%p and %e in FILE expand to the pid and program name", 0 },
 	{ "force", 'f', NULL, 0, "Replace FILE if it exists", 0 },
 	{ "interval", OPT_INTERVAL, "MS", 0,
-	  "Sample RSS and allocator state every MS milliseconds (default 100, "
-	  "0: only at marks)", 0 },
+	  "Sample RSS every MS milliseconds (default 100, 0: only at marks; "
+	  "marks also sample the allocator's state)", 0 },
 	{ "depth", OPT_DEPTH, "N", 0,
 	  "Record at most N frames per call stack (default 64, at most 256)",
 	  0 },
