@@ -8,6 +8,7 @@
 
 #include "format/error.h"
 #include "format/reader.h"
+#include "heapmap.h"
 #include "symbols.h"
 
 /* Time windows beyond this many are a unit mistake (or a corrupt clock). */
@@ -16,18 +17,30 @@
 #define STACK_DEPTH_MAX 256
 #define EVENTS_AT_ONCE 256 /* decoded per reader_events call */
 
-enum fit_of { FIT_LIVE, FIT_RSS, FIT_HEAP };
+enum fit_of {
+	FIT_LIVE,
+	FIT_RSS,
+	FIT_HEAP,
+	FIT_FOOTPRINT,
+	FIT_SPAN,
+	FIT_HOLES,
+	FIT_RELEASABLE,
+	FIT_IN_USE,
+	FIT_HEAP_FREE,
+};
 
 /* One streaming pass: the state it builds. */
 struct pass {
 	struct stacks *stacks;
 	struct replay *replay;
+	struct heapmap *heap;
 	struct symbols *symbols;
 };
 
 static void pass_finish(struct pass *p)
 {
 	replay_destroy(p->replay);
+	heapmap_destroy(p->heap);
 	stacks_destroy(p->stacks);
 	symbols_destroy(p->symbols);
 	memset(p, 0, sizeof(*p));
@@ -48,6 +61,11 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 	}
 	if (h->exe && !(a->exe = strdup(h->exe)))
 		return hs_error("out of memory");
+	a->allocator = strdup(h->allocator ? h->allocator : "glibc");
+	if (!a->allocator)
+		return hs_error("out of memory");
+	a->glibc = !strcmp(a->allocator, "glibc");
+	a->heap_start = h->heap_start;
 	return 0;
 }
 
@@ -74,13 +92,17 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 		return -1;
 	p->stacks = stacks_create(o->warmup > 0 ? (uint32_t)o->warmup : 0,
 				  o->group_by_site);
-	p->replay = p->stacks ? replay_create(p->stacks, &a->series) : NULL;
+	if (!a->argv && copy_header(a, reader_header(rd)))
+		goto out;
+	p->heap = heapmap_create(reader_header(rd)->page_size, a->heap_start,
+				 a->glibc);
+	p->replay = p->stacks && p->heap
+			    ? replay_create(p->stacks, &a->series, p->heap)
+			    : NULL;
 	p->symbols = symbols_create(o->debuginfo_path);
 	if (!p->replay || !p->symbols)
 		goto out;
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
-	if (!a->argv && copy_header(a, reader_header(rd)))
-		goto out;
 	for (;;) {
 		/* runs of events, the bulk of a trace: they carry no time */
 		size_t n = reader_events(rd, ev, EVENTS_AT_ONCE);
@@ -193,10 +215,29 @@ static int value(const struct batch *b, enum fit_of what, double *v)
 	case FIT_RSS:
 		*v = (double)b->rss_bytes;
 		return b->has_rss;
-	default:
+	case FIT_HEAP:
 		*v = (double)b->heap_bytes;
 		return b->has_heap_free;
+	case FIT_FOOTPRINT:
+		*v = (double)b->footprint_bytes;
+		return b->has_shape;
+	case FIT_SPAN:
+		*v = (double)b->span_bytes;
+		return b->has_shape;
+	case FIT_HOLES:
+		*v = (double)b->holes_bytes;
+		return b->has_shape;
+	case FIT_RELEASABLE:
+		*v = (double)b->releasable_holes_bytes;
+		return b->has_shape;
+	case FIT_IN_USE:
+		*v = (double)b->heap_in_use_bytes;
+		return b->has_heap_free;
+	case FIT_HEAP_FREE:
+		*v = (double)b->heap_free_bytes;
+		return b->has_heap_free;
 	}
+	return 0;
 }
 
 static void fit_batches(const struct series *s, size_t from,
@@ -237,6 +278,56 @@ static void fit_batches(const struct series *s, size_t from,
 	regress_from_sums(&sums, out);
 	out->intercept += (double)(my - out->slope * mx);
 	*mean = (double)my;
+}
+
+/* The heap's shape, mallinfo2's figures and the decomposition of RSS. */
+static void fit_shape(struct analysis *a)
+{
+	double mean;
+	int has_in_use, has_free;
+	fit_batches(&a->series, a->warmup, FIT_FOOTPRINT, &a->footprint_fit,
+		    &mean, &a->has_shape);
+	fit_batches(&a->series, a->warmup, FIT_SPAN, &a->span_fit, &mean,
+		    &a->has_shape);
+	fit_batches(&a->series, a->warmup, FIT_HOLES, &a->holes_fit, &mean,
+		    &a->has_shape);
+	fit_batches(&a->series, a->warmup, FIT_RELEASABLE, &a->releasable_fit,
+		    &mean, &a->has_shape);
+	fit_batches(&a->series, a->warmup, FIT_IN_USE, &a->in_use_fit, &mean,
+		    &has_in_use);
+	fit_batches(&a->series, a->warmup, FIT_HEAP_FREE, &a->heap_free_fit,
+		    &mean, &has_free);
+	a->has_mallinfo_fit = has_in_use && has_free;
+	/* holes are glibc's retained memory only where its layout is known */
+	a->has_decomposition = a->has_rss_fit && a->has_shape && a->glibc;
+	if (a->has_decomposition)
+		a->other_slope = a->rss_fit.slope - a->live_fit.slope -
+				 a->holes_fit.slope;
+}
+
+/* The pinning blocks of the last batch end, by stack id. */
+static int copy_pins(struct analysis *a, const struct pass *p)
+{
+	const struct heapmap_pin *pins;
+	size_t n;
+	heapmap_last_pins(p->heap, &pins, &n);
+	if (!a->glibc || !n)
+		return 0;
+	a->pins = calloc(n, sizeof(*a->pins));
+	if (!a->pins)
+		return hs_error("out of memory");
+	a->npins = n;
+	for (size_t i = 0; i < n; i++) {
+		struct pin_group *g = &a->pins[i];
+		g->id = pins[i].slot == UINT32_MAX
+				? UINT64_MAX
+				: stacks_slot_id(p->stacks, pins[i].slot);
+		g->pinned_bytes = pins[i].pinned_bytes;
+		g->blocks = pins[i].blocks;
+		g->live_bytes = pins[i].live_bytes;
+		a->pinned_bytes += g->pinned_bytes;
+	}
+	return 0;
 }
 
 static int add_frames(struct symbols *sym, const struct stacks *st,
@@ -301,6 +392,17 @@ static int rank(struct analysis *a, const struct analysis_opts *o,
 			if (add_frames(p->symbols, p->stacks, &g->paths[j], 0))
 				return -1;
 	}
+	a->pins_shown = a->npins < o->top ? a->npins : o->top;
+	for (size_t i = 0; i < a->pins_shown; i++) {
+		struct pin_group *g = &a->pins[i];
+		struct stack_growth tmp = { .id = g->id };
+		if (g->id == UINT64_MAX)
+			continue;
+		if (add_frames(p->symbols, p->stacks, &tmp, 0))
+			return -1;
+		g->frames = tmp.frames;
+		g->nframes = tmp.nframes;
+	}
 	return 0;
 }
 
@@ -345,9 +447,13 @@ struct analysis *analysis_run(const char *path,
 		    &a->has_rss_fit);
 	fit_batches(&a->series, a->warmup, FIT_HEAP, &a->heap_fit, &mean,
 		    &a->has_heap_fit);
+	fit_shape(a);
+	if (copy_pins(a, &p))
+		goto fail;
 	if (rank(a, o, &p))
 		goto fail;
 	replay_destroy(p.replay);
+	heapmap_destroy(p.heap);
 	stacks_destroy(p.stacks);
 	a->symbols = p.symbols;
 	return a;
@@ -362,6 +468,10 @@ void analysis_destroy(struct analysis *a)
 	if (!a)
 		return;
 	stacks_growth_free(a->stacks, a->nstacks);
+	for (size_t i = 0; i < a->npins; i++)
+		free(a->pins[i].frames);
+	free(a->pins);
+	free(a->allocator);
 	symbols_destroy(a->symbols);
 	series_finish(&a->series);
 	for (int i = 0; i < a->argc; i++)

@@ -13,7 +13,18 @@
 #include "stacks.h"
 #include "verdict.h"
 
+struct frame;
 struct symbols;
+
+/* The blocks of one stack that pin gaps of the heap (heapmap.h), at the
+ * last batch end. */
+struct pin_group {
+	uint64_t id;           /* stack id; UINT64_MAX: block not found */
+	uint64_t pinned_bytes; /* whole free pages held below the blocks */
+	uint64_t blocks, live_bytes;
+	struct frame *frames;  /* the first `pins_shown` groups */
+	size_t nframes;
+};
 
 enum batch_source { BATCHES_MARKER, BATCHES_TIME, BATCHES_AUTO };
 
@@ -58,6 +69,22 @@ struct analysis {
 	struct regress heap_fit;
 	int has_heap_fit;
 	struct verdict_why verdict;
+	/* the heap's shape (heapmap.h) and the allocator */
+	char *allocator;     /* from the trace header */
+	uint64_t heap_start; /* of the brk heap; 0: unknown */
+	int glibc;           /* regions, holes and pins follow glibc */
+	int has_shape;       /* the series carry the shape */
+	struct regress footprint_fit, span_fit, holes_fit, releasable_fit;
+	/* mallinfo2 at the marks (glibc only) */
+	struct regress in_use_fit, heap_free_fit;
+	int has_mallinfo_fit;
+	/* RSS slope = live + retained (holes) + other, when both known */
+	int has_decomposition;
+	double other_slope;
+	/* pinning blocks by stack at the last batch end, ranked */
+	struct pin_group *pins;
+	size_t npins, pins_shown;
+	uint64_t pinned_bytes; /* sum over pins */
 	/* ranked stacks (sites with group_by_site); the first `shown` have
 	 * frames */
 	struct stack_growth *stacks;

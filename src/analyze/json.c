@@ -17,6 +17,7 @@
 #endif
 
 #define SCHEMA "heapslope.report/1"
+#define COMPARISON_SCHEMA "heapslope.comparison/1"
 
 static const char *const sources[] = {
 	[BATCHES_MARKER] = "marker",
@@ -152,6 +153,31 @@ static cJSON *totals(const struct analysis *a)
 	return t;
 }
 
+static void num_if(cJSON *o, const char *k, int has, double v)
+{
+	if (has)
+		num(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+/* The heap's shape and mallinfo2's other figures at one batch end. */
+static void shape_point(const struct analysis *a, const struct batch *x,
+			cJSON *o)
+{
+	const int glibc = x->has_shape && a->glibc, mi = x->has_heap_free;
+	num_if(o, "footprint_bytes", x->has_shape, (double)x->footprint_bytes);
+	num_if(o, "span_bytes", glibc, (double)x->span_bytes);
+	num_if(o, "holes_bytes", glibc, (double)x->holes_bytes);
+	num_if(o, "releasable_bytes", glibc,
+	       (double)x->releasable_holes_bytes);
+	num_if(o, "heap_in_use_bytes", mi, (double)x->heap_in_use_bytes);
+	num_if(o, "heap_arena_bytes", mi, (double)x->heap_arena_bytes);
+	num_if(o, "heap_mmapped_bytes", mi, (double)x->heap_mmapped_bytes);
+	num_if(o, "heap_top_releasable_bytes", mi,
+	       (double)x->heap_releasable_bytes);
+}
+
 static cJSON *batches(const struct analysis *a)
 {
 	cJSON *b = cJSON_CreateObject();
@@ -184,6 +210,7 @@ static cJSON *batches(const struct analysis *a)
 		num(o, "allocations", (double)x->allocations);
 		num(o, "frees", (double)x->frees);
 		num(o, "allocated_bytes", (double)x->allocated_bytes);
+		shape_point(a, x, o);
 		cJSON_AddItemToArray(s, o);
 	}
 	return b;
@@ -249,6 +276,78 @@ static cJSON *stack(const struct stack_growth *s, size_t rank)
 	return o;
 }
 
+static cJSON *fragmentation(const struct analysis *a)
+{
+	cJSON *f = cJSON_CreateObject();
+	const int shape = a->has_shape, glibc = shape && a->glibc;
+	const struct batch *last = a->series.n ? &a->series.v[a->series.n - 1]
+					       : NULL;
+	str_or_null(f, "allocator", a->allocator);
+	cJSON_AddStringToObject(f, "layout", a->glibc ? "glibc" : "pages");
+	if (a->heap_start) {
+		char hs[24];
+		snprintf(hs, sizeof(hs), "0x%" PRIx64, a->heap_start);
+		cJSON_AddStringToObject(f, "heap_start", hs);
+	} else {
+		cJSON_AddNullToObject(f, "heap_start");
+	}
+	/* at the last batch end */
+	const int at = last && last->has_shape;
+	num_if(f, "footprint_bytes", at, at ? (double)last->footprint_bytes : 0);
+	num_if(f, "span_bytes", at && a->glibc,
+	       at ? (double)last->span_bytes : 0);
+	num_if(f, "holes_bytes", at && a->glibc,
+	       at ? (double)last->holes_bytes : 0);
+	num_if(f, "releasable_bytes", at && a->glibc,
+	       at ? (double)last->releasable_holes_bytes : 0);
+	num_if(f, "mmapped_bytes", at && a->glibc,
+	       at ? (double)last->mmapped_bytes : 0);
+	num_if(f, "regions", at && a->glibc, at ? (double)last->regions : 0);
+	/* slopes, bytes per batch after the warm-up */
+	num_if(f, "footprint_bytes_per_batch", shape, a->footprint_fit.slope);
+	num_if(f, "span_bytes_per_batch", glibc, a->span_fit.slope);
+	num_if(f, "holes_bytes_per_batch", glibc, a->holes_fit.slope);
+	num_if(f, "releasable_bytes_per_batch", glibc,
+	       a->releasable_fit.slope);
+	num_if(f, "retained_bytes_per_batch", glibc, a->holes_fit.slope);
+	cJSON *mi = cJSON_AddObjectToObject(f, "allocator_state");
+	num_if(mi, "in_use_bytes_per_batch", a->has_mallinfo_fit,
+	       a->in_use_fit.slope);
+	num_if(mi, "free_bytes_per_batch", a->has_mallinfo_fit,
+	       a->heap_free_fit.slope);
+	num_if(mi, "footprint_bytes_per_batch", a->has_heap_fit,
+	       a->heap_fit.slope);
+	if (a->has_decomposition) {
+		cJSON *d = cJSON_AddObjectToObject(f, "decomposition");
+		num(d, "rss_bytes_per_batch", a->rss_fit.slope);
+		num(d, "live_bytes_per_batch", a->live_fit.slope);
+		num(d, "retained_bytes_per_batch", a->holes_fit.slope);
+		num(d, "other_bytes_per_batch", a->other_slope);
+	} else {
+		cJSON_AddNullToObject(f, "decomposition");
+	}
+	num_if(f, "pinned_bytes", glibc, (double)a->pinned_bytes);
+	enum verdict v = a->verdict.verdict;
+	cJSON_AddBoolToObject(f, "pinning_matters",
+			      v == VERDICT_FRAGMENTATION ||
+				      v == VERDICT_MIXED);
+	cJSON *ps = cJSON_AddArrayToObject(f, "pinning_stacks");
+	for (size_t i = 0; i < a->pins_shown; i++) {
+		const struct pin_group *g = &a->pins[i];
+		cJSON *o = cJSON_CreateObject();
+		num(o, "rank", (double)(i + 1));
+		num(o, "pinned_bytes", (double)g->pinned_bytes);
+		num(o, "blocks", (double)g->blocks);
+		num(o, "live_bytes", (double)g->live_bytes);
+		num_if(o, "stack_id", g->id != UINT64_MAX, (double)g->id);
+		struct stack_growth tmp = { .frames = g->frames,
+					    .nframes = g->nframes };
+		cJSON_AddItemToObject(o, "frames", frames(&tmp));
+		cJSON_AddItemToArray(ps, o);
+	}
+	return f;
+}
+
 static cJSON *stacks(const struct analysis *a)
 {
 	cJSON *v = cJSON_CreateArray();
@@ -269,14 +368,11 @@ static cJSON *stacks(const struct analysis *a)
 	return v;
 }
 
-int json_write(const struct analysis *a, const char *path)
+static cJSON *report(const struct analysis *a)
 {
-	int rc = -1;
-	char *text = NULL;
-	FILE *f = NULL;
 	cJSON *root = cJSON_CreateObject();
 	if (!root)
-		return hs_error("out of memory");
+		return NULL;
 	cJSON_AddStringToObject(root, "schema", SCHEMA);
 	cJSON *tool = cJSON_AddObjectToObject(root, "tool");
 	cJSON_AddStringToObject(tool, "name", "heapslope");
@@ -292,7 +388,16 @@ int json_write(const struct analysis *a, const char *path)
 	cJSON_AddStringToObject(root, "stack_grouping",
 				a->by_site ? "site" : "stack");
 	cJSON_AddItemToObject(root, "stacks", stacks(a));
-	text = cJSON_Print(root);
+	cJSON_AddItemToObject(root, "fragmentation", fragmentation(a));
+	return root;
+}
+
+/* Prints root to path ("-": stdout) and frees it. */
+static int write_doc(cJSON *root, const char *path)
+{
+	int rc = -1;
+	FILE *f = NULL;
+	char *text = root ? cJSON_Print(root) : NULL;
 	if (!text) {
 		hs_error("out of memory");
 		goto out;
@@ -315,4 +420,21 @@ out:
 	cJSON_free(text);
 	cJSON_Delete(root);
 	return rc;
+}
+
+int json_write(const struct analysis *a, const char *path)
+{
+	return write_doc(report(a), path);
+}
+
+int json_write_many(struct analysis *const *a, size_t n, const char *path)
+{
+	cJSON *root = cJSON_CreateObject();
+	if (root) {
+		cJSON_AddStringToObject(root, "schema", COMPARISON_SCHEMA);
+		cJSON *v = cJSON_AddArrayToObject(root, "reports");
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(v, report(a[i]));
+	}
+	return write_doc(root, path);
 }

@@ -5,12 +5,14 @@
 
 #include "format/error.h"
 #include "format/reader.h"
+#include "heapmap.h"
 #include "series.h"
 #include "stacks.h"
 
 #define NO_SLOT UINT32_MAX
 
-struct replay *replay_create(struct stacks *stacks, struct series *series)
+struct replay *replay_create(struct stacks *stacks, struct series *series,
+			     struct heapmap *heap)
 {
 	struct replay *r = calloc(1, sizeof(*r));
 	if (r) {
@@ -24,6 +26,7 @@ struct replay *replay_create(struct stacks *stacks, struct series *series)
 	}
 	r->stacks = stacks;
 	r->series = series;
+	r->heap = heap;
 	return r;
 }
 
@@ -104,6 +107,8 @@ static int drop(struct replay *r, uint64_t addr)
 			r->t.live_bytes -= b->size;
 			r->t.live_blocks--;
 			stacks_sub(r->stacks, b->slot, b->size, r->batch);
+			if (r->heap)
+				heapmap_sub(r->heap, addr, b->size);
 			erase(r, h);
 			return 1;
 		}
@@ -139,6 +144,8 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 	if (r->t.live_bytes > r->t.peak_live_bytes)
 		r->t.peak_live_bytes = r->t.live_bytes;
 	stacks_add(r->stacks, slot, size, r->batch, is_alloc);
+	if (r->heap && heapmap_add(r->heap, addr, size))
+		return -1;
 	return 0;
 }
 
@@ -238,9 +245,29 @@ int replay_events(struct replay *r, const struct hs_event *ev, size_t n)
 	return 0;
 }
 
+static int find_block(void *ctx, uint64_t addr, uint32_t *slot,
+		      uint64_t *size)
+{
+	const struct replay_block *b = replay_find(ctx, addr);
+	if (!b)
+		return 0;
+	*slot = b->slot;
+	*size = b->size;
+	return 1;
+}
+
 int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark)
 {
-	if (series_batch_end(r->series, time_ns, r->t.live_bytes, from_mark))
+	struct heapmap_state hs;
+	if (r->heap) {
+		const struct heapmap_pin *pins;
+		size_t n;
+		heapmap_state(r->heap, &hs);
+		if (heapmap_pins(r->heap, find_block, r, &pins, &n))
+			return -1;
+	}
+	if (series_batch_end(r->series, time_ns, r->t.live_bytes,
+			     r->heap ? &hs : NULL, from_mark))
 		return -1;
 	r->batch++;
 	return 0;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct heapmap;
 struct hs_event;
 struct hs_record;
 struct series;
@@ -36,18 +37,21 @@ struct replay {
 	struct replay_totals t;
 	struct stacks *stacks;
 	struct series *series;
+	struct heapmap *heap; /* NULL: the heap's shape is not followed */
 	uint32_t batch; /* marks seen so far = index of the current batch */
 };
 
-/* stacks and series stay the caller's. */
-struct replay *replay_create(struct stacks *stacks, struct series *series);
+/* stacks, series and heap (may be NULL) stay the caller's. */
+struct replay *replay_create(struct stacks *stacks, struct series *series,
+			     struct heapmap *heap);
 void replay_destroy(struct replay *r);
 
 /* One event record (kind >= HS_REC_ALLOC); -1 only when out of memory. */
 int replay_event(struct replay *r, const struct hs_record *rec);
 /* n event records, as reader_events decodes them. */
 int replay_events(struct replay *r, const struct hs_event *ev, size_t n);
-/* The current batch ends at time_ns (a mark or a window boundary). */
+/* The current batch ends at time_ns (a mark or a window boundary); with a
+ * heap map, its pinning blocks are found (heapmap_pins) for this batch. */
 int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark);
 
 /* The live block at addr, or NULL. */

@@ -102,8 +102,73 @@ static void verdict(FILE *o, const struct analysis *a, int utf8)
 	fprintf(o, "  why: %s\n", a->verdict.text);
 }
 
+/* Where RSS growth goes: live + retained + other, and glibc's view. */
+static void decomposition(FILE *o, const struct analysis *a)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	if (!a->has_shape || !a->series.n)
+		return;
+	fprintf(o, "\nWhere the growth goes (per batch, after warm-up):\n");
+	if (a->has_rss_fit)
+		fprintf(o, "  RSS                %12s\n",
+			human(a->rss_fit.slope, b1, sizeof(b1)));
+	fprintf(o, "  %s live heap        %12s  blocks the program holds\n",
+		a->has_rss_fit ? "=" : " ",
+		human(a->live_fit.slope, b1, sizeof(b1)));
+	if (a->has_decomposition) {
+		fprintf(o, "  + retained by %-5s%12s  free memory inside the "
+			   "heap (holes)\n", "glibc",
+			human(a->holes_fit.slope, b1, sizeof(b1)));
+		fprintf(o, "  + other            %12s  mmapped data, stacks, "
+			   "code: outside the malloc heap\n",
+			human(a->other_slope, b1, sizeof(b1)));
+	} else if (a->has_rss_fit) {
+		fprintf(o, "  + not live         %12s  retained by %s or "
+			   "outside the heap (its layout is glibc's only)\n",
+			human(a->rss_fit.slope - a->live_fit.slope, b1,
+			      sizeof(b1)),
+			a->allocator ? a->allocator : "the allocator");
+	}
+	if (a->has_mallinfo_fit)
+		fprintf(o, "  glibc's own view (mallinfo2 at the marks): in use "
+			   "%s, free %s\n",
+			human(a->in_use_fit.slope, b1, sizeof(b1)),
+			human(a->heap_free_fit.slope, b2, sizeof(b2)));
+	const struct batch *b = &a->series.v[a->series.n - 1];
+	if (a->glibc)
+		fprintf(o, "  heap at the last batch: span %s, holes %s (%s in "
+			   "whole free pages), pages with live data %s\n",
+			human((double)b->span_bytes, b1, sizeof(b1)),
+			human((double)b->holes_bytes, b2, sizeof(b2)),
+			human((double)b->releasable_holes_bytes, b3,
+			      sizeof(b3)),
+			human((double)b->footprint_bytes, b4, sizeof(b4)));
+	else
+		fprintf(o, "  heap at the last batch: pages with live data "
+			   "%s\n",
+			human((double)b->footprint_bytes, b1, sizeof(b1)));
+}
+
+enum spark_of { SPARK_LIVE, SPARK_RSS, SPARK_HOLES };
+
+/* The value of one batch for a sparkline, if it has one. */
+static int spark_value(const struct batch *b, enum spark_of what, double *v)
+{
+	switch (what) {
+	case SPARK_LIVE:
+		*v = (double)b->live_bytes;
+		return 1;
+	case SPARK_RSS:
+		*v = (double)b->rss_bytes;
+		return b->has_rss;
+	default:
+		*v = (double)b->holes_bytes;
+		return b->has_shape;
+	}
+}
+
 static void spark(FILE *o, const char *name, const struct analysis *a,
-		  int rss, int utf8)
+		  enum spark_of what, int utf8)
 {
 	static const char *const bars[] = { "▁", "▂", "▃", "▄",
 					    "▅", "▆", "▇", "█" };
@@ -111,10 +176,10 @@ static void spark(FILE *o, const char *name, const struct analysis *a,
 	const struct series *s = &a->series;
 	size_t n = s->n, w = n < SPARK_WIDTH ? n : SPARK_WIDTH;
 	double lo = INFINITY, hi = -INFINITY;
+	double v;
 	for (size_t i = 0; i < n; i++) {
-		if (rss && !s->v[i].has_rss)
+		if (!spark_value(&s->v[i], what, &v))
 			continue;
-		double v = rss ? s->v[i].rss_bytes : s->v[i].live_bytes;
 		lo = v < lo ? v : lo;
 		hi = v > hi ? v : hi;
 	}
@@ -124,11 +189,10 @@ static void spark(FILE *o, const char *name, const struct analysis *a,
 	for (size_t c = 0; c < w; c++) {
 		/* each column shows the last batch of its share */
 		size_t i = (c + 1) * n / w - 1;
-		if (rss && !s->v[i].has_rss) {
+		if (!spark_value(&s->v[i], what, &v)) {
 			fputc(' ', o);
 			continue;
 		}
-		double v = rss ? s->v[i].rss_bytes : s->v[i].live_bytes;
 		int k = hi > lo ? (int)((v - lo) / (hi - lo) * 7.999) : 0;
 		if (utf8)
 			fputs(bars[k], o);
@@ -151,25 +215,30 @@ static void series(FILE *o, const struct analysis *a, int utf8)
 	if (s->n > TABLE_MAX) {
 		fprintf(o, "\nPer batch (%zu batches, %zu per column):\n", s->n,
 			(s->n + SPARK_WIDTH - 1) / SPARK_WIDTH);
-		spark(o, "live", a, 0, utf8);
-		spark(o, "RSS", a, 1, utf8);
+		spark(o, "live", a, SPARK_LIVE, utf8);
+		spark(o, "RSS", a, SPARK_RSS, utf8);
+		if (a->has_shape && a->glibc)
+			spark(o, "holes", a, SPARK_HOLES, utf8);
 		return;
 	}
-	fprintf(o, "\nPer batch:\n  %5s %9s %12s %12s %12s %12s %8s %8s\n",
-		"batch", "end s", "live", "peak live", "RSS", "heap free",
-		"allocs", "frees");
+	fprintf(o, "\nPer batch:\n  %5s %8s %10s %10s %10s %10s %10s %8s "
+		   "%8s\n",
+		"batch", "end s", "live", "peak live", "RSS", "holes",
+		"heap free", "allocs", "frees");
 	for (size_t i = 0; i < s->n; i++) {
 		const struct batch *b = &s->v[i];
-		char l[32], p[32], r[32] = "-", f[32] = "-";
+		char l[32], p[32], r[32] = "-", h[32] = "-", f[32] = "-";
 		human((double)b->live_bytes, l, sizeof(l));
 		human((double)b->peak_live_bytes, p, sizeof(p));
 		if (b->has_rss)
 			human((double)b->rss_bytes, r, sizeof(r));
+		if (b->has_shape && a->glibc)
+			human((double)b->holes_bytes, h, sizeof(h));
 		if (b->has_heap_free)
 			human((double)b->heap_free_bytes, f, sizeof(f));
-		fprintf(o, "  %5zu %9.3f %12s %12s %12s %12s %8" PRIu64
+		fprintf(o, "  %5zu %8.3f %10s %10s %10s %10s %10s %8" PRIu64
 			   " %8" PRIu64 "%s\n",
-			i, b->end_ns / 1e9, l, p, r, f, b->allocations,
+			i, b->end_ns / 1e9, l, p, r, h, f, b->allocations,
 			b->frees, i < a->warmup ? "  (warm-up)" : "");
 	}
 }
@@ -254,6 +323,32 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 	}
 }
 
+static void pinning(FILE *o, const struct analysis *a)
+{
+	enum verdict v = a->verdict.verdict;
+	char b1[32], b2[32];
+	if (!a->pins_shown ||
+	    (v != VERDICT_FRAGMENTATION && v != VERDICT_MIXED))
+		return;
+	fprintf(o, "\nBlocks that pin the heap at the last batch: %s of whole "
+		   "free pages lie below live blocks that keep them from being "
+		   "trimmed (%zu of %zu stacks):\n",
+		human((double)a->pinned_bytes, b1, sizeof(b1)), a->pins_shown,
+		a->npins);
+	for (size_t i = 0; i < a->pins_shown; i++) {
+		const struct pin_group *g = &a->pins[i];
+		fprintf(o, "\n#%-3zu pins %s below %" PRIu64 " blocks (%s live)\n",
+			i + 1, human((double)g->pinned_bytes, b1, sizeof(b1)),
+			g->blocks, human((double)g->live_bytes, b2, sizeof(b2)));
+		struct stack_growth tmp = { .frames = g->frames,
+					    .nframes = g->nframes };
+		if (g->id == UINT64_MAX)
+			fprintf(o, "      (block not found: inconsistent trace)\n");
+		else
+			frames(o, &tmp, "      ");
+	}
+}
+
 static void notes(FILE *o, const struct analysis *a)
 {
 	const char *first;
@@ -269,9 +364,48 @@ int report_text(FILE *o, const struct analysis *a, int utf8)
 {
 	summary(o, a);
 	verdict(o, a, utf8);
+	decomposition(o, a);
 	series(o, a, utf8);
 	stacks(o, a, utf8);
+	pinning(o, a);
 	notes(o, a);
+	fflush(o);
+	return ferror(o) ? -1 : 0;
+}
+
+int report_compare(FILE *o, struct analysis *const *v, size_t n)
+{
+	char live[32], rss[32], ret[32], other[32], use[32];
+	fprintf(o, "heapslope analyze: %zu traces side by side (bytes per "
+		   "batch, after each one's warm-up)\n\n", n);
+	fprintf(o, "  %-28s %-10s %7s %10s %10s %10s %10s %10s  %s\n",
+		"trace", "allocator", "batches", "live", "RSS", "retained",
+		"other", "in use", "verdict");
+	for (size_t i = 0; i < n; i++) {
+		const struct analysis *a = v[i];
+		const char *name = base_name(a->path);
+		human(a->live_fit.slope, live, sizeof(live));
+		snprintf(rss, sizeof(rss), "-");
+		snprintf(ret, sizeof(ret), "-");
+		snprintf(other, sizeof(other), "-");
+		snprintf(use, sizeof(use), "-");
+		if (a->has_rss_fit)
+			human(a->rss_fit.slope, rss, sizeof(rss));
+		if (a->has_decomposition) {
+			human(a->holes_fit.slope, ret, sizeof(ret));
+			human(a->other_slope, other, sizeof(other));
+		}
+		if (a->has_mallinfo_fit)
+			human(a->in_use_fit.slope, use, sizeof(use));
+		fprintf(o, "  %-28.28s %-10.10s %7zu %10s %10s %10s %10s %10s  "
+			   "%s\n",
+			name, a->allocator ? a->allocator : "?", a->series.n,
+			live, rss, ret, other, use,
+			verdict_name(a->verdict.verdict));
+	}
+	fprintf(o, "\n  live: the live heap's slope; RSS = live + retained "
+		   "(free memory inside glibc's heap) + other; in use: glibc's "
+		   "mallinfo2.  '-': not known for this trace or allocator.\n");
 	fflush(o);
 	return ferror(o) ? -1 : 0;
 }

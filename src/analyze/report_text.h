@@ -9,5 +9,7 @@ struct analysis;
 
 /* utf8: sparklines and R² may use non-ASCII characters. */
 int report_text(FILE *out, const struct analysis *a, int utf8);
+/* Several traces' growth figures, one line each. */
+int report_compare(FILE *out, struct analysis *const *v, size_t n);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "format/error.h"
 #include "format/reader.h"
+#include "heapmap.h"
 
 void series_init(struct series *s)
 {
@@ -26,10 +27,14 @@ static void take_sample(struct batch *b, const struct sample *smp)
 	b->has_heap_free = smp->has_mallinfo;
 	b->heap_free_bytes = smp->has_mallinfo ? smp->fordblks : 0;
 	b->heap_bytes = smp->has_mallinfo ? smp->footprint : 0;
+	b->heap_in_use_bytes = smp->has_mallinfo ? smp->uordblks : 0;
+	b->heap_arena_bytes = smp->has_mallinfo ? smp->arena : 0;
+	b->heap_mmapped_bytes = smp->has_mallinfo ? smp->hblkhd : 0;
+	b->heap_releasable_bytes = smp->has_mallinfo ? smp->keepcost : 0;
 }
 
 int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
-		     int from_mark)
+		     const struct heapmap_state *shape, int from_mark)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
@@ -43,6 +48,15 @@ int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
 	*b = s->cur;
 	b->end_ns = end_ns;
 	b->live_bytes = live;
+	if (shape) {
+		b->has_shape = 1;
+		b->footprint_bytes = shape->footprint;
+		b->span_bytes = shape->span;
+		b->holes_bytes = shape->holes;
+		b->releasable_holes_bytes = shape->releasable;
+		b->mmapped_bytes = shape->mmapped;
+		b->regions = shape->regions;
+	}
 	if (!from_mark && s->window.valid)
 		take_sample(b, &s->window);
 	s->want_sample = from_mark;
@@ -60,6 +74,10 @@ void series_sample(struct series *s, const struct hs_record *rec)
 		.rss = rec->rss,
 		.fordblks = rec->mi_fordblks,
 		.footprint = rec->mi_arena + rec->mi_hblkhd,
+		.uordblks = rec->mi_uordblks,
+		.arena = rec->mi_arena,
+		.hblkhd = rec->mi_hblkhd,
+		.keepcost = rec->mi_keepcost,
 	};
 	if (s->want_sample && s->n) {
 		take_sample(&s->v[s->n - 1], &smp);

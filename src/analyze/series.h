@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct heapmap_state;
 struct hs_record;
 
 struct batch {
@@ -16,13 +17,23 @@ struct batch {
 	uint64_t rss_bytes, heap_free_bytes;
 	uint64_t heap_bytes; /* the allocator's footprint: mallinfo2 arena +
 			      * hblkhd, valid with has_heap_free */
+	/* the rest of mallinfo2, valid with has_heap_free */
+	uint64_t heap_in_use_bytes;     /* uordblks */
+	uint64_t heap_arena_bytes;      /* arena */
+	uint64_t heap_mmapped_bytes;    /* hblkhd */
+	uint64_t heap_releasable_bytes; /* keepcost: the top chunk */
 	int has_rss, has_heap_free;
 	uint64_t allocations, frees, allocated_bytes;
+	/* the heap's shape from the trace (heapmap.h), valid with has_shape */
+	int has_shape;
+	uint64_t footprint_bytes, span_bytes, holes_bytes;
+	uint64_t releasable_holes_bytes, mmapped_bytes, regions;
 };
 
 struct sample {
 	int valid, has_mallinfo;
 	uint64_t rss, fordblks, footprint;
+	uint64_t uordblks, arena, hblkhd, keepcost;
 };
 
 struct series {
@@ -36,11 +47,12 @@ struct series {
 void series_init(struct series *s);
 void series_finish(struct series *s);
 
-/* Closes the current batch at time end_ns with `live` bytes live.  With
- * from_mark, the SAMPLE record that follows the mark supplies RSS; else
- * (time windows) the latest sample taken within the window. */
+/* Closes the current batch at time end_ns with `live` bytes live and the
+ * heap's shape `shape` (NULL: unknown).  With from_mark, the SAMPLE record
+ * that follows the mark supplies RSS; else (time windows) the latest
+ * sample taken within the window. */
 int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
-		     int from_mark);
+		     const struct heapmap_state *shape, int from_mark);
 void series_sample(struct series *s, const struct hs_record *rec);
 
 static inline void series_alloc(struct series *s, uint64_t size,

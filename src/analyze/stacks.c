@@ -397,6 +397,11 @@ void stacks_growth_free(struct stack_growth *g, size_t n)
 	free(g);
 }
 
+uint64_t stacks_slot_id(const struct stacks *s, uint32_t slot)
+{
+	return slot < s->nslots ? s->slots[slot].id : 0;
+}
+
 size_t stacks_ips(const struct stacks *s, uint64_t id, uint64_t *ips,
 		  size_t max)
 {

@@ -77,6 +77,8 @@ void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
 void stacks_finish(struct stacks *s, uint32_t batches);
 
 uint64_t stacks_bad_refs(const struct stacks *s);
+/* The stack id of a slot. */
+uint64_t stacks_slot_id(const struct stacks *s, uint32_t slot);
 size_t stacks_count(const struct stacks *s); /* slots in use */
 
 /* Slope and R² of one accumulator over marks [warmup, batches). */

@@ -13,10 +13,12 @@
 #include "format/error.h"
 
 #define TOP_DEFAULT 10
+#define TRACES_MAX 64
 
 struct analyze_opts {
 	struct analysis_opts a;
-	const char *path;
+	const char *paths[TRACES_MAX];
+	size_t npaths;
 	const char *json;
 };
 
@@ -84,19 +86,71 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case OPT_DEBUGINFO:
 		o->a.debuginfo_path = arg;
 		break;
+	case ARGP_KEY_ARG:
+		if (o->npaths == TRACES_MAX)
+			argp_error(state, "at most %d traces at a time",
+				   TRACES_MAX);
+		o->paths[o->npaths++] = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!o->npaths)
+			argp_error(state, "no trace given");
+		break;
 	default:
-		return trace_arg(key, arg, state, &o->path);
+		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
 
 static const struct argp argp = {
-	options, parse, "TRACE",
+	options, parse, "TRACE [TRACE...]",
 	"Replay TRACE and report how much the heap grows per batch, whether "
-	"that is a leak, retention or fragmentation, and which call stacks "
-	"grow.  See heapslope-analyze(1).",
+	"that is a leak, retention or fragmentation, which call stacks grow "
+	"and which blocks pin the heap.  With several traces (the same "
+	"program under different allocators, say), print their growth "
+	"figures side by side.  See heapslope-analyze(1).",
 	NULL, NULL, NULL
 };
+
+static struct analysis *run_one(const char *path,
+				const struct analysis_opts *o)
+{
+	struct analysis *a = analysis_run(path, o);
+	if (!a) {
+		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
+		return NULL;
+	}
+	if (!a->complete)
+		fprintf(stderr, "heapslope analyze: %s is incomplete (%s); "
+				"analyzed up to its last complete frame\n",
+			path, a->truncated ? "cut inside a frame"
+					   : "no end record: killed?");
+	return a;
+}
+
+/* Several traces: their figures side by side. */
+static int compare(const struct analyze_opts *o)
+{
+	struct analysis *v[TRACES_MAX] = { 0 };
+	int rc = 1;
+	for (size_t i = 0; i < o->npaths; i++)
+		if (!(v[i] = run_one(o->paths[i], &o->a)))
+			goto out;
+	if (o->json && json_write_many(v, o->npaths, o->json)) {
+		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
+		goto out;
+	}
+	if ((!o->json || strcmp(o->json, "-") != 0) &&
+	    report_compare(stdout, v, o->npaths)) {
+		fprintf(stderr, "heapslope analyze: cannot write the report\n");
+		goto out;
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; i < o->npaths; i++)
+		analysis_destroy(v[i]);
+	return rc;
+}
 
 int cmd_analyze(int argc, char **argv)
 {
@@ -107,16 +161,11 @@ int cmd_analyze(int argc, char **argv)
 	int rc = 1;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
-	struct analysis *a = analysis_run(o.path, &o.a);
-	if (!a) {
-		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
+	if (o.npaths > 1)
+		return compare(&o);
+	struct analysis *a = run_one(o.paths[0], &o.a);
+	if (!a)
 		return 1;
-	}
-	if (!a->complete)
-		fprintf(stderr, "heapslope analyze: %s is incomplete (%s); "
-				"analyzed up to its last complete frame\n",
-			o.path, a->truncated ? "cut inside a frame"
-					     : "no end record: killed?");
 	if (o.json && json_write(a, o.json)) {
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
 		goto out;

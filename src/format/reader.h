@@ -15,6 +15,7 @@ struct hs_header {
 	uint64_t pid, ppid;
 	uint64_t start_realtime_ns, start_monotonic_ns;
 	uint64_t page_size, depth, options, interval_ms;
+	uint64_t heap_start; /* start of the brk heap; 0: unknown */
 	char *exe;
 	char **argv; /* NULL-terminated */
 	int argc;

@@ -35,6 +35,8 @@ enum hs_hdr_key {
 	HS_HDR_INTERVAL = 11,   /* sample interval, ms */
 	HS_HDR_UNWIND = 12,     /* unwinder name */
 	HS_HDR_ALLOCATOR = 13,  /* allocator name (glibc unless told) */
+	HS_HDR_HEAP_START = 14, /* start of the brk heap (start_brk), 0 if
+				 * unknown */
 };
 
 enum hs_opt {

@@ -486,6 +486,30 @@ static int adopt_output(void)
 	return 0;
 }
 
+/* Where the brk heap starts (start_brk, field 47 of /proc/self/stat): the
+ * analyzer tells glibc's main arena from its mmapped blocks and thread
+ * heaps by it.  0 when the kernel does not say. */
+static uint64_t heap_start(void)
+{
+	static char buf[2048];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* the command name may hold anything */
+	if (!p)
+		return 0;
+	/* p + 2 is field 3 (state); field 47 is 44 fields further */
+	p += 2;
+	for (int field = 3; field < 47 && *p; p++)
+		if (*p == ' ')
+			field++;
+	return strtoull(p, NULL, 10);
+}
+
 static int write_header(unsigned options)
 {
 	struct recorder *R = &hs_rec;
@@ -511,6 +535,7 @@ static int write_header(unsigned options)
 	hdr_put_str(&h, HS_HDR_UNWIND, unwind_name());
 	const char *alloc = getenv("HEAPSLOPE_ALLOCATOR");
 	hdr_put_str(&h, HS_HDR_ALLOCATOR, alloc && *alloc ? alloc : "glibc");
+	hdr_put_u64(&h, HS_HDR_HEAP_START, heap_start());
 	for (int i = 0; i < R->argc && R->argv && R->argv[i]; i++) {
 		struct hs_hdr_buf keep = h;
 		hdr_put_str(&h, HS_HDR_ARG, R->argv[i]);

@@ -1,5 +1,8 @@
 """Options of `heapslope analyze`: --top, --group-by-site, --warmup,
 --batches, and bad values (one error line, exit 2)."""
+import json
+import os
+
 from analyze_common import (ALL_STACKS, HEAPSLOPE, analyze, analyze_run,
                             check, check_eq, functions, main, no_crash, prog,
                             record_trace, run, stacks_at, tmpdir, trainsim,
@@ -161,6 +164,35 @@ def test_batches():
         check_eq(rep["batches"]["source"], "time", "time:10ms with marks: source")
 
 
+def test_several_traces():
+    """Several traces: one line each side by side, or a comparison JSON
+    document holding each one's full report; one unreadable trace fails
+    the command."""
+    with tmpdir() as d:
+        a = record_trace([trainsim(), "--batches", "12"], d)
+        b = record_trace([prog("av_empty")], d, name="second.hst")
+        r = analyze_run(a, b)
+        check_eq(r.rc, 0, "analyze A B:\n" + r.describe())
+        out = r.out.decode()
+        lines = [ln for ln in out.splitlines()
+                 if ln.strip().startswith(("trace.hst", "second.hst"))]
+        check_eq(len(lines), 2, f"one line per trace:\n{out}")
+        sim = [ln for ln in lines if ln.strip().startswith("trace.hst")]
+        check(sim and "leak" in sim[0] and "glibc" in sim[0],
+              f"the simulator's line names allocator and verdict:\n{out}")
+        r = analyze_run(b, "--json", "-", a)
+        check_eq(r.rc, 0, "analyze --json - A B:\n" + r.describe())
+        doc = json.loads(r.out)
+        check_eq(doc["schema"], "heapslope.comparison/1", "schema")
+        check_eq(len(doc["reports"]), 2, "reports")
+        check_eq(doc["reports"][0]["schema"], "heapslope.report/1",
+                 "each report is a full report")
+        check_eq(doc["reports"][0]["batches"]["count"], 12, "batches of A")
+        r = analyze_run(a, os.path.join(d, "missing.hst"))
+        check_eq(r.rc, 1, "a missing second trace:\n" + r.describe())
+        check("missing.hst" in r.err.decode(), "the error names it")
+
+
 def test_bad_options():
     with tmpdir() as d:
         t = record_trace([prog("av_empty")], d)
@@ -176,7 +208,7 @@ def test_bad_options():
                            (["--frobnicate", t], "frobnicate"),
                            ([t, "--top"], "top"),
                            ([], "no trace"),
-                           ([t, t], "one trace")):
+                           ([t] * 65, "at most 64")):
             r = run([HEAPSLOPE, "analyze", *args])
             no_crash(r, f"analyze {args}")
             what = f"analyze {' '.join(args)}"
@@ -194,4 +226,4 @@ def test_bad_options():
 
 if __name__ == "__main__":
     main([test_top, test_group_by_site, test_warmup, test_batches,
-          test_bad_options])
+          test_several_traces, test_bad_options])

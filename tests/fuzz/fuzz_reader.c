@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	series_init(&se);
 	rd = reader_open(path);
 	st = stacks_create(0, size & 1); /* grouping on half the inputs */
-	rp = st ? replay_create(st, &se) : NULL;
+	rp = st ? replay_create(st, &se, NULL) : NULL;
 	if (!rd || !rp)
 		goto out;
 	while (reader_next(rd, &rec) > 0) {

@@ -21,7 +21,7 @@ static void world_init(struct world *w)
 {
 	w->st = stacks_create(0, 0);
 	series_init(&w->se);
-	w->rp = replay_create(w->st, &w->se);
+	w->rp = replay_create(w->st, &w->se, NULL);
 	if (!w->st || !w->rp) {
 		fprintf(stderr, "out of memory\n");
 		exit(1);
