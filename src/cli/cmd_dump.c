@@ -123,9 +123,10 @@ static void print_header(const struct hs_header *h)
 	       " depth %" PRIu64 " interval_ms %" PRIu64 " options 0x%" PRIx64
 	       "\n", h->pid, h->ppid, h->page_size, h->depth, h->interval_ms,
 	       h->options);
-	printf("# exe %s\n# unwind %s allocator %s\n# argv",
+	printf("# exe %s\n# unwind %s allocator %s heap_start 0x%" PRIx64
+	       "\n# argv",
 	       h->exe ? h->exe : "?", h->unwind ? h->unwind : "?",
-	       h->allocator ? h->allocator : "?");
+	       h->allocator ? h->allocator : "?", h->heap_start);
 	for (int i = 0; i < h->argc; i++) {
 		putchar(' ');
 		print_str(h->argv[i], strlen(h->argv[i]));
@@ -233,6 +234,7 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 {
 	printf("pid: %" PRIu64 "\n", h->pid);
 	printf("program: %s\n", h->argc ? h->argv[0] : h->exe ? h->exe : "?");
+	printf("allocator: %s\n", h->allocator ? h->allocator : "?");
 	printf("allocations: %" PRIu64 "\n", s->allocations);
 	printf("frees: %" PRIu64 "\n", s->frees);
 	printf("reallocs: %" PRIu64 "\n", s->reallocs);

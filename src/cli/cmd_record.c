@@ -1,9 +1,11 @@
 /* heapslope record: run a command with the recorder preloaded. */
 #include <argp.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,11 +32,25 @@ struct record_opts {
 	int keep_pymalloc;
 	int force;
 	const char *unwind;
+	const char *allocator;
+	const char *alloc_name; /* recorded in the header */
+	const char *alloc_lib;  /* preloaded under the recorder; "" for glibc */
 	char **cmd;
 };
 
 enum { OPT_INTERVAL = 1000, OPT_DEPTH, OPT_NO_FOLLOW, OPT_MMAP, OPT_KEEP_PY,
-       OPT_UNWIND };
+       OPT_UNWIND, OPT_ALLOCATOR };
+
+/* The allocators --allocator knows by name, with the Debian package that
+ * ships each.  glibc needs no library. */
+static const struct allocator {
+	const char *name, *soname, *package;
+} allocators[] = {
+	{ "glibc", NULL, NULL },
+	{ "jemalloc", "libjemalloc.so.2", "libjemalloc2" },
+	{ "tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4" },
+	{ "mimalloc", "libmimalloc.so.2", "libmimalloc2.0" },
+};
 
 static const struct argp_option options[] = {
 	{ "output", 'o', "FILE", 0,
@@ -56,6 +72,10 @@ static const struct argp_option options[] = {
 	{ "unwind", OPT_UNWIND, "METHOD", 0,
 	  "Stack unwinder: fast (the default: own DWARF unwinder with a cache, "
 	  "falling back to libunwind) or libunwind", 0 },
+	{ "allocator", OPT_ALLOCATOR, "NAME|PATH", 0,
+	  "Run COMMAND on another malloc, underneath the recorder: glibc (the "
+	  "default), jemalloc, tcmalloc, mimalloc, or the path of a shared "
+	  "library", 0 },
 	{ 0 }
 };
 
@@ -103,6 +123,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		if (strcmp(arg, "libunwind") != 0 && strcmp(arg, "fast") != 0)
 			argp_error(state, "unknown --unwind method '%s'", arg);
 		o->unwind = arg;
+		break;
+	case OPT_ALLOCATOR:
+		o->allocator = arg; /* checked after parsing: one-line errors */
 		break;
 	case ARGP_KEY_ARG:
 		/* the command starts here: the rest is its own */
@@ -174,6 +197,151 @@ static int absolute(const char *path, char *out, size_t cap)
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -1;
 	return snprintf(out, cap, "%s/%s", cwd, path) >= (int)cap ? -1 : 0;
+}
+
+/* The start of an ELF file: ident, then e_type and e_machine, which sit
+ * at the same offsets in 32- and 64-bit files. */
+enum { ELF_HEAD = 20 };
+
+static int elf_head(const char *path, unsigned char head[ELF_HEAD])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, head, ELF_HEAD);
+	int e = errno;
+	close(fd);
+	if (n == ELF_HEAD && !memcmp(head, ELFMAG, SELFMAG))
+		return 0;
+	errno = n < 0 ? e : ENOEXEC;
+	return -1;
+}
+
+/* A shared library the dynamic linker can preload next to the recorder,
+ * whose head is `like`: same class, byte order and machine. */
+static int shared_library(const char *path, const unsigned char *like)
+{
+	unsigned char h[ELF_HEAD];
+	uint16_t type;
+	if (elf_head(path, h))
+		return -1;
+	memcpy(&type, h + 16, sizeof(type));
+	if (h[EI_CLASS] != like[EI_CLASS] || h[EI_DATA] != like[EI_DATA] ||
+	    memcmp(h + 18, like + 18, 2) || type != ET_DYN) {
+		errno = ENOEXEC;
+		return -1;
+	}
+	return 0;
+}
+
+static int try_dir(const char *dir, size_t len, const char *soname,
+		   const unsigned char *like, char *out, size_t cap)
+{
+	if ((size_t)snprintf(out, cap, "%.*s/%s", (int)len, dir, soname) >=
+	    cap)
+		return -1;
+	return shared_library(out, like);
+}
+
+static int libc_dir(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+	(void)size;
+	if (!base || strncmp(base + 1, "libc.so", 7))
+		return 0;
+	snprintf(data, PATH_MAX, "%.*s", (int)(base - info->dlpi_name),
+		 info->dlpi_name);
+	return 1;
+}
+
+/* Where the dynamic linker would find soname: LD_LIBRARY_PATH, the
+ * directory libc came from (the multiarch one, /lib/x86_64-linux-gnu on
+ * Debian amd64) and its /usr twin, then the usual ones. */
+static int search_library(const char *soname, const unsigned char *like,
+			  char *out, size_t cap)
+{
+	static const char *const fixed[] = { "/usr/local/lib", "/usr/lib64",
+					     "/lib64", "/usr/lib", "/lib" };
+	char libc[PATH_MAX] = "", usr[PATH_MAX + 4];
+	for (const char *s = getenv("LD_LIBRARY_PATH"); s && *s;) {
+		size_t l = strcspn(s, ":;");
+		if (l && !try_dir(s, l, soname, like, out, cap))
+			return 0;
+		s += l + (s[l] != 0);
+	}
+	dl_iterate_phdr(libc_dir, libc);
+	if (*libc && !try_dir(libc, strlen(libc), soname, like, out, cap))
+		return 0;
+	if (!strncmp(libc, "/lib/", 5)) {
+		snprintf(usr, sizeof(usr), "/usr%s", libc);
+		if (!try_dir(usr, strlen(usr), soname, like, out, cap))
+			return 0;
+	}
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (!try_dir(fixed[i], strlen(fixed[i]), soname, like, out,
+			     cap))
+			return 0;
+	return -1;
+}
+
+/* --allocator NAME|PATH: the name for the header and the library to
+ * preload (out, empty for glibc).  recorder is libheapslope.so, whose
+ * machine the allocator must match.  Prints a one-line error. */
+static int find_allocator(struct record_opts *o, const char *recorder,
+			  char *out, size_t cap)
+{
+	const char *arg = o->allocator;
+	unsigned char like[ELF_HEAD];
+	out[0] = 0;
+	o->alloc_name = "glibc";
+	o->alloc_lib = out;
+	if (!arg)
+		return 0;
+	if (elf_head(recorder, like)) {
+		fprintf(stderr, "heapslope record: %s: %s\n", recorder,
+			strerror(errno));
+		return -1;
+	}
+	if (strchr(arg, '/')) {
+		const char *base = strrchr(arg, '/') + 1;
+		errno = ENAMETOOLONG;
+		if (!*base || absolute(arg, out, cap) ||
+		    shared_library(out, like)) {
+			fprintf(stderr, "heapslope record: allocator %s: %s\n",
+				arg, !*base || errno == ENOEXEC
+					? "not a shared library for this "
+					  "machine"
+					: strerror(errno));
+			return -1;
+		}
+		o->alloc_name = base;
+	} else {
+		const struct allocator *a = NULL;
+		for (size_t i = 0; i < sizeof(allocators) / sizeof(*a); i++)
+			if (!strcmp(arg, allocators[i].name))
+				a = &allocators[i];
+		if (!a) {
+			fprintf(stderr, "heapslope record: unknown allocator "
+					"'%s' (glibc, jemalloc, tcmalloc, "
+					"mimalloc, or a library's path)\n",
+				arg);
+			return -1;
+		}
+		o->alloc_name = a->name;
+		if (a->soname && search_library(a->soname, like, out, cap)) {
+			fprintf(stderr, "heapslope record: allocator %s not "
+					"found: install %s (%s)\n", a->name,
+				a->package, a->soname);
+			return -1;
+		}
+	}
+	if (strpbrk(out, " :")) {
+		fprintf(stderr, "heapslope record: allocator %s: LD_PRELOAD "
+				"cannot hold a path with a space or a colon\n",
+			out);
+		return -1;
+	}
+	return 0;
 }
 
 /* heapslope.PROGRAM.PID.hst in the current directory, as a full path. */
@@ -254,13 +422,20 @@ static void run_child(const struct record_opts *o, const char *lib,
 		      const char *root_path, int root_fd, int err_fd)
 {
 	char num[32];
-	const char *pre = getenv("LD_PRELOAD");
-	char *preload = malloc(strlen(lib) + (pre ? strlen(pre) : 0) + 2);
+	const char *pre = getenv("LD_PRELOAD"), *al = o->alloc_lib;
+	if (!pre)
+		pre = "";
+	size_t cap = strlen(lib) + strlen(al) + strlen(pre) + 3;
+	char *preload = malloc(cap);
 	int stage = 0;
 	if (!preload)
 		goto fail;
-	sprintf(preload, pre && *pre ? "%s %s" : "%s", lib, pre);
+	/* the recorder first, so that the program's calls reach it and its
+	 * dlsym(RTLD_NEXT) finds the allocator's; the user's own after */
+	snprintf(preload, cap, "%s%s%s%s%s", lib, *al ? " " : "", al,
+		 *pre ? " " : "", pre);
 	setenv("LD_PRELOAD", preload, 1);
+	setenv("HEAPSLOPE_ALLOCATOR", o->alloc_name, 1);
 	if (!o->keep_pymalloc)
 		setenv("PYTHONMALLOC", "malloc", 0);
 	snprintf(num, sizeof(num), "%ld", o->interval_ms);
@@ -294,7 +469,7 @@ fail: {
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { .interval_ms = 100, .depth = 64 };
-	char lib[PATH_MAX], tmpl[PATH_MAX], root[PATH_MAX];
+	char lib[PATH_MAX], alloc[PATH_MAX], tmpl[PATH_MAX], root[PATH_MAX];
 	int root_fd = -1, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int rc = 1, status = 0;
 	struct paths paths = { 0 };
@@ -307,6 +482,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "heapslope record: %s\n", hs_last_error());
 		return 1;
 	}
+	if (find_allocator(&o, lib, alloc, sizeof(alloc)))
+		return 2;
 	const char *prog = strrchr(o.cmd[0], '/');
 	prog = prog ? prog + 1 : o.cmd[0];
 	if (o.output && strchr(o.output, '%')) {

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""--allocator: the program runs on glibc, jemalloc, tcmalloc or mimalloc
+underneath the recorder, with the same exact counts, the allocator named in
+the trace header, and the program unchanged.
+
+The Debian packages libjemalloc2, libtcmalloc-minimal4 and libmimalloc2.0
+must be installed: a missing one fails this test (CI installs them).
+
+jemalloc has no pvalloc: glibc's serves the call from glibc's own heap and
+jemalloc's free of that block crashes, natively too (measured: counts
+pvalloc under LD_PRELOAD=libjemalloc.so.2 dies of SIGSEGV).  pvalloc and
+mix (which calls it) are not run under jemalloc.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+from common import (HEAPSLOPE, LIB, check, check_complete, check_counts,
+                    check_eq, dump_lines, dump_stats, fail, main, no_core,
+                    prog, record, run, tmpdir)
+from test_counts import expected
+
+# name -> (soname, Debian package); glibc preloads nothing
+ALLOCATORS = {
+    "glibc": (None, None),
+    "jemalloc": ("libjemalloc.so.2", "libjemalloc2"),
+    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc-minimal4"),
+    "mimalloc": ("libmimalloc.so.2", "libmimalloc2.0"),
+}
+FNS = ["malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
+       "aligned_alloc", "memalign", "valloc", "pvalloc", "free"]
+NO_PVALLOC = {"jemalloc"}
+
+# the library each allocator was found at, from the first trace
+found = {}
+
+
+def header(path):
+    """The dump's header lines, joined."""
+    p = subprocess.run([HEAPSLOPE, "dump", path], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, f"dump {path} failed: {p.stderr}")
+    return "\n".join(ln for ln in p.stdout.splitlines()
+                     if ln.startswith("#"))
+
+
+def modules(path):
+    """Paths of the trace's module records, in link-map order."""
+    out = []
+    for line in dump_lines(path):
+        if " module " in line:
+            out.append(line.split(' path="', 1)[1].split('"', 1)[0])
+    return out
+
+
+def check_named(path, name, what):
+    """The header and --stats name the allocator."""
+    s = dump_stats(path)
+    check_eq(s.get("allocator"), name, f"{what}: dump --stats allocator")
+    h = header(path)
+    m = re.search(r"^#.* allocator (\S+)", h, re.M)
+    check(m and m.group(1) == name,
+          f"{what}: dump header does not name allocator {name}:\n{h}")
+    return s
+
+
+def check_underneath(path, soname, what):
+    """The allocator is loaded after the recorder and before libc, so the
+    recorder's dlsym(RTLD_NEXT) finds it; returns its path."""
+    mods = [os.path.basename(m) for m in modules(path)]
+    names = set(s for s, _ in ALLOCATORS.values() if s)
+    if soname is None:
+        check(not names & set(mods),
+              f"{what}: an allocator library is loaded: {mods}")
+        return None
+    check(soname in mods, f"{what}: {soname} is not loaded: {mods}")
+    i = mods.index(soname)
+    check("libheapslope.so" in mods[:i] and
+          any(m.startswith("libc.so") for m in mods[i + 1:]),
+          f"{what}: expected libheapslope.so, then {soname}, then libc: "
+          f"{mods}")
+    return modules(path)[i]
+
+
+def baseline(name, d):
+    """Counts of the empty victim on this allocator."""
+    r = record([prog("empty")], d, opts=["--allocator", name],
+               output=f"empty-{name}.hst")
+    s = check_named(r.trace(), name, f"empty on {name}")
+    check_complete(s, f"empty on {name}")
+    return s
+
+
+def test_exact_counts():
+    """Each function, n calls, on each allocator: exact counts, the same
+    as on glibc."""
+    with tmpdir() as d:
+        for name, (soname, package) in ALLOCATORS.items():
+            b = baseline(name, d)
+            for i, fn in enumerate(FNS):
+                if fn == "pvalloc" and name in NO_PVALLOC:
+                    continue
+                n = 101 + 37 * i
+                what = f"counts {fn} {n} on {name}"
+                r = record([prog("counts"), fn, str(n)], d,
+                           opts=["--allocator", name],
+                           output=f"{name}-{fn}.hst")
+                check_eq(r.out, b"", f"{what}: stdout")
+                s = check_named(r.trace(), name, what)
+                a, f, re_, nbytes = expected(n, fn)
+                want = {"allocations": a, "frees": f, "reallocs": re_,
+                        "failed_allocations": 0, "allocated_bytes": nbytes}
+                check_counts(s, {k: v + b[k] for k, v in want.items()}, what)
+                check_complete(s, what)
+                check_eq(s.get("exit_status"), 0, f"{what}: exit_status")
+                if fn == "malloc":
+                    found[name] = check_underneath(r.trace(), soname, what)
+
+
+def test_mix():
+    rounds = 500
+    with tmpdir() as d:
+        for name in ALLOCATORS:
+            if name in NO_PVALLOC:
+                continue
+            r = record([prog("counts"), "mix", str(rounds)], d,
+                       opts=["--allocator", name], output=f"mix-{name}.hst")
+            s = check_named(r.trace(), name, f"mix on {name}")
+            check_counts(s, {"allocations": 9 * rounds, "frees": 9 * rounds,
+                             "reallocs": 2 * rounds,
+                             "failed_allocations": 0}, f"mix on {name}")
+            check_complete(s, f"mix on {name}")
+
+
+def test_mallinfo_only_glibc():
+    """Marks sample mallinfo2 on glibc only: another allocator's blocks are
+    not in glibc's arena."""
+    with tmpdir() as d:
+        for name in ALLOCATORS:
+            r = record([prog("counts"), "marks", "5"], d,
+                       opts=["--allocator", name, "--interval", "0"],
+                       output=f"marks-{name}.hst")
+            samples = [ln for ln in dump_lines(r.trace())
+                       if " sample " in ln]
+            check_eq(len(samples), 10, f"marks on {name}: samples")
+            with_mi = sum(1 for ln in samples if " arena=" in ln)
+            check_eq(with_mi, 10 if name == "glibc" else 0,
+                     f"marks on {name}: samples with mallinfo2")
+
+
+def test_output_unchanged():
+    stdin = b"a line\nanother\n"
+    with tmpdir() as d:
+        nat = run([prog("io"), "3", "x y"], cwd=d, stdin=stdin)
+        check_eq(nat.rc, 3, "io 3 natively (test assumption)")
+        for name in ALLOCATORS:
+            r = record([prog("io"), "3", "x y"], d, stdin=stdin, ok=False,
+                       opts=["--allocator", name], output=f"io-{name}.hst",
+                       preexec=no_core)
+            what = f"io 3 on {name}"
+            check_eq(r.rc, 3, f"{what}: exit status\n" + r.describe())
+            check_eq(r.out, nat.out, f"{what}: stdout")
+            check_eq(r.victim_err, nat.err, f"{what}: stderr")
+            s = check_named(r.trace(), name, what)
+            check_complete(s, what)
+
+
+def test_children_keep_allocator():
+    """An exec'd program runs on the same allocator, recorded or not
+    (--no-follow); the user's LD_PRELOAD comes after ours."""
+    user = os.environ["HEAPSLOPE_VICTIM_LIB"]
+    env = dict(os.environ, LD_PRELOAD=user)
+    env.pop("HEAPSLOPE_ALLOCATOR", None)
+    envprog = shutil.which("env")
+    check(envprog, "no env program")
+    with tmpdir() as d:
+        for name in ("jemalloc", "glibc"):
+            for follow in (True, False):
+                what = f"execer env on {name}" + ("" if follow else
+                                                  " --no-follow")
+                opts = ["--allocator", name] + ([] if follow else
+                                                ["--no-follow"])
+                out = f"exec-{name}-{int(follow)}.hst"
+                r = record([prog("execer"), "2", envprog], d, opts=opts,
+                           output=out, env=env)
+                vars_ = dict(ln.split("=", 1) for ln in
+                             r.out.decode().splitlines() if "=" in ln)
+                pre = vars_.get("LD_PRELOAD", "").split()
+                want = [LIB] if follow else []
+                if name != "glibc":
+                    want.append(found.get(name) or fail(
+                        f"{what}: test_exact_counts found no {name}"))
+                want.append(user)
+                check_eq([os.path.realpath(p) for p in pre],
+                         [os.path.realpath(p) for p in want],
+                         f"{what}: LD_PRELOAD of the exec'd program")
+                check_eq(vars_.get("HEAPSLOPE_ALLOCATOR"), name,
+                         f"{what}: HEAPSLOPE_ALLOCATOR")
+                check_eq(len(r.traces), 2 if follow else 1,
+                         f"{what}: traces {r.traces}")
+                for t in r.traces:
+                    s = check_named(t, name, what)
+                    check_complete(s, what)
+
+
+def test_path():
+    """A path, relative or absolute, is preloaded as given; the header
+    names its file."""
+    lib = found.get("mimalloc") or fail("test_exact_counts found no "
+                                        "mimalloc")
+    with tmpdir() as d:
+        for arg in (lib, os.path.relpath(lib, d)):
+            check("/" in arg, f"{arg}: not a path")
+            base = os.path.basename(lib)
+            r = record([prog("counts"), "malloc", "300"], d,
+                       opts=["--allocator", arg], output="path.hst")
+            s = check_named(r.trace(), base, f"--allocator {arg}")
+            check_counts(s, {"allocations": 300, "frees": 300},
+                         f"--allocator {arg}")
+            check_complete(s, f"--allocator {arg}")
+            check_underneath(r.trace(), "libmimalloc.so.2",
+                             f"--allocator {arg}")
+            os.unlink(os.path.join(d, "path.hst"))
+
+
+def refused(opts, what, want_in, d, wrap=()):
+    """record refuses before the program runs: status 2, one line on
+    stderr, no trace, the program did not touch its file."""
+    argv = list(wrap) + [HEAPSLOPE, "record", "-o", "t.hst"] + opts + \
+        ["--", "touch", "ran"]
+    r = run(argv, cwd=d)
+    err = r.err.decode(errors="replace")
+    check_eq(r.rc, 2, f"{what}: exit status\n" + r.describe())
+    check(err.count("\n") == 1 and err.startswith("heapslope record: "),
+          f"{what}: expected one 'heapslope record:' line, got {err!r}")
+    check(want_in in err, f"{what}: {want_in!r} not in {err!r}")
+    check(not os.path.exists(os.path.join(d, "ran")),
+          f"{what}: the program ran")
+    check(not os.path.exists(os.path.join(d, "t.hst")),
+          f"{what}: a trace was created")
+
+
+def test_refused():
+    with tmpdir() as d:
+        refused(["--allocator", "nosuch"], "unknown name", "'nosuch'", d)
+        refused(["--allocator", "/nonexistent/libnosuch.so.1"],
+                "missing path", "No such file", d)
+        refused(["--allocator", "./libnosuch.so"], "missing relative path",
+                "No such file", d)
+        with open(os.path.join(d, "libtext.so"), "w") as f:
+            f.write("not an ELF file\n")
+        refused(["--allocator", "./libtext.so"], "not a library",
+                "not a shared library", d)
+        refused(["--allocator", d], "a directory", "Is a directory", d)
+
+
+def test_package_missing():
+    """With the library hidden (a private mount namespace binds /dev/null
+    over it), the error names the package.  Needs root."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare or \
+            subprocess.run([unshare, "-m", "true"]).returncode != 0:
+        print("   note: not run (needs root and unshare -m)")
+        return
+    with tmpdir() as d:
+        for name, (soname, package) in ALLOCATORS.items():
+            if not soname:
+                continue
+            lib = os.path.realpath(found.get(name) or
+                                   fail(f"test_exact_counts found no {name}"))
+            script = ('mount --bind /dev/null "$1" && shift && '
+                      'exec "$@"')
+            refused(["--allocator", name], f"{name} hidden",
+                    f"allocator {name} not found: install {package}", d,
+                    wrap=[unshare, "-m", "sh", "-c", script, "sh", lib])
+
+
+if __name__ == "__main__":
+    main([test_exact_counts, test_mix, test_mallinfo_only_glibc,
+          test_output_unchanged, test_children_keep_allocator, test_path,
+          test_refused, test_package_missing])
