@@ -204,13 +204,123 @@ class Schema:
 
 R2_EPS = 1e-9
 
+FRAME_KEYS = ("address", "module", "function", "file", "line")
+
+
+def _frames(s, fr, path):
+    if not isinstance(fr, list):
+        s.err(f"{path}.frames", f"not a list: {fr!r:.80}")
+        return
+    for j, f in enumerate(fr):
+        fp = f"{path}.frames[{j}]"
+        if not s.obj(f, fp, FRAME_KEYS):
+            continue
+        a = s.str_(f, "address", fp)
+        if a is not None and not re.fullmatch(r"0x[0-9a-f]+", a):
+            s.err(f"{fp}.address", f"{a!r} is not a hex address")
+        s.str_(f, "module", fp)
+        s.str_(f, "function", fp, null=True, nonempty=True)
+        s.str_(f, "file", fp, null=True, nonempty=True)
+        s.int_(f, "line", fp, minimum=1, null=True)
+
+
+# The heap's shape in each series entry: footprint always, the glibc
+# layout's figures and mallinfo2's null where unknown.
+SHAPE_KEYS = ("footprint_bytes", "span_bytes", "holes_bytes",
+              "releasable_bytes", "heap_in_use_bytes", "heap_arena_bytes",
+              "heap_mmapped_bytes", "heap_top_releasable_bytes")
+
+
+def _fragmentation(s, f, verdict):
+    """The fragmentation object of heapslope-report(5)."""
+    path = "$.fragmentation"
+    keys = ("allocator", "layout", "heap_start", "footprint_bytes",
+            "span_bytes", "holes_bytes", "releasable_bytes", "mmapped_bytes",
+            "regions", "footprint_bytes_per_batch", "span_bytes_per_batch",
+            "holes_bytes_per_batch", "releasable_bytes_per_batch",
+            "retained_bytes_per_batch", "allocator_state", "decomposition",
+            "pinned_bytes", "pinning_matters", "pinning_stacks")
+    if not s.obj(f, path, keys):
+        return
+    s.str_(f, "allocator", path, nonempty=True)
+    layout = f.get("layout")
+    if layout not in ("glibc", "pages"):
+        s.err(f"{path}.layout", f"{layout!r} is not glibc|pages")
+    hs = s.str_(f, "heap_start", path, null=True)
+    if hs is not None and not re.fullmatch(r"0x[0-9a-f]+", hs):
+        s.err(f"{path}.heap_start", f"{hs!r} is not a hex address")
+    for k in ("footprint_bytes", "span_bytes", "holes_bytes",
+              "releasable_bytes", "mmapped_bytes", "regions", "pinned_bytes"):
+        s.int_(f, k, path, null=True)
+    for k in ("footprint_bytes_per_batch", "span_bytes_per_batch",
+              "holes_bytes_per_batch", "releasable_bytes_per_batch",
+              "retained_bytes_per_batch"):
+        s.num(f, k, path, null=True)
+    if layout == "pages":
+        for k in ("span_bytes", "holes_bytes", "retained_bytes_per_batch",
+                  "decomposition", "pinned_bytes"):
+            if f.get(k) is not None:
+                s.err(f"{path}.{k}", "not null for an allocator whose "
+                      "layout is unknown")
+    if f.get("retained_bytes_per_batch") != f.get("holes_bytes_per_batch"):
+        s.err(f"{path}.retained_bytes_per_batch", "differs from "
+              "holes_bytes_per_batch")
+    a = f.get("allocator_state")
+    ap = f"{path}.allocator_state"
+    if s.obj(a, ap, ("in_use_bytes_per_batch", "free_bytes_per_batch",
+                     "footprint_bytes_per_batch")):
+        for k in a:
+            s.num(a, k, ap, null=True)
+    dec = f.get("decomposition")
+    if dec is not None:
+        dp = f"{path}.decomposition"
+        dk = ("rss_bytes_per_batch", "live_bytes_per_batch",
+              "retained_bytes_per_batch", "other_bytes_per_batch")
+        if s.obj(dec, dp, dk):
+            v = [s.num(dec, k, dp) for k in dk]
+            if None not in v and abs(v[0] - v[1] - v[2] - v[3]) > \
+                    1e-6 * max(1.0, abs(v[0])):
+                s.err(dp, f"rss {v[0]} != live {v[1]} + retained {v[2]} "
+                      f"+ other {v[3]}")
+    if not isinstance(f.get("pinning_matters"), bool):
+        s.err(f"{path}.pinning_matters", "not a boolean")
+    elif f["pinning_matters"] != (verdict in ("fragmentation", "mixed")):
+        s.err(f"{path}.pinning_matters", f"{f['pinning_matters']} with "
+              f"verdict {verdict!r}")
+    ps = f.get("pinning_stacks")
+    if not isinstance(ps, list):
+        s.err(f"{path}.pinning_stacks", f"not a list: {ps!r:.80}")
+        return
+    prev = None
+    total = 0
+    for i, e in enumerate(ps):
+        ep = f"{path}.pinning_stacks[{i}]"
+        if not s.obj(e, ep, ("rank", "pinned_bytes", "blocks", "live_bytes",
+                             "stack_id", "frames")):
+            continue
+        if e.get("rank") != i + 1:
+            s.err(f"{ep}.rank", f"{e.get('rank')!r} != {i + 1}")
+        pb = s.int_(e, "pinned_bytes", ep, minimum=1)
+        if pb is not None and prev is not None and pb > prev:
+            s.err(f"{ep}.pinned_bytes", f"{pb} ranked below {prev}")
+        prev = pb if pb is not None else prev
+        total += pb or 0
+        s.int_(e, "blocks", ep, minimum=1)
+        s.int_(e, "live_bytes", ep)
+        s.int_(e, "stack_id", ep, null=True)
+        _frames(s, e.get("frames"), ep)
+    pinned = f.get("pinned_bytes")
+    if _is_int(pinned) and total > pinned:
+        s.err(f"{path}.pinning_stacks", f"pin {total} bytes, more than "
+              f"pinned_bytes {pinned}")
+
 
 def validate_report(d, what="report"):
     """Every field and type of the DESIGN.md contract, and the rules that
     tie them together.  Fails with the list of problems."""
     s = Schema(what)
     top = ("schema", "tool", "program", "trace", "totals", "batches",
-           "growth", "verdict", "stacks")
+           "growth", "verdict", "stacks", "fragmentation")
     if not s.obj(d, "$", top):
         fail(f"{what}: " + "; ".join(s.errors))
     if d.get("schema") != "heapslope.report/1":
@@ -286,6 +396,10 @@ def validate_report(d, what="report"):
                 s.int_(e, "heap_free_bytes", path, null=True)
                 for k in ("allocations", "frees", "allocated_bytes"):
                     s.int_(e, k, path)
+                for k in SHAPE_KEYS:
+                    if k not in e:
+                        s.err(path, f"missing key {k!r}")
+                    s.int_(e, k, path, null=True)
             if series and _is_int(tot.get("allocations") if isinstance(tot, dict) else None):
                 n = sum(e.get("allocations", 0) for e in series
                         if isinstance(e, dict) and _is_int(e.get("allocations")))
@@ -308,7 +422,6 @@ def validate_report(d, what="report"):
         s.err("$.verdict", f"{d.get('verdict')!r} is not one of {VERDICTS}")
 
     st = d.get("stacks")
-    fkeys = ("address", "module", "function", "file", "line")
     if not isinstance(st, list):
         s.err("$.stacks", f"not a list: {st!r:.80}")
         st = []
@@ -335,21 +448,8 @@ def validate_report(d, what="report"):
         s.int_(e, "allocations", path)
         if lb is not None and nb == 0 and lb != 0:
             s.err(path, f"leaked_bytes {lb} without a leaked block")
-        fr = e.get("frames")
-        if not isinstance(fr, list):
-            s.err(f"{path}.frames", f"not a list: {fr!r:.80}")
-            continue
-        for j, f in enumerate(fr):
-            fp = f"{path}.frames[{j}]"
-            if not s.obj(f, fp, fkeys):
-                continue
-            a = s.str_(f, "address", fp)
-            if a is not None and not re.fullmatch(r"0x[0-9a-f]+", a):
-                s.err(f"{fp}.address", f"{a!r} is not a hex address")
-            s.str_(f, "module", fp)
-            s.str_(f, "function", fp, null=True, nonempty=True)
-            s.str_(f, "file", fp, null=True, nonempty=True)
-            s.int_(f, "line", fp, minimum=1, null=True)
+        _frames(s, e.get("frames"), path)
+    _fragmentation(s, d.get("fragmentation"), d.get("verdict"))
     if s.errors:
         shown = "\n  ".join(s.errors[:30])
         fail(f"{what}: the report breaks the JSON contract "
