@@ -469,7 +469,7 @@ void analysis_destroy(struct analysis *a)
 		return;
 	stacks_growth_free(a->stacks, a->nstacks);
 	for (size_t i = 0; i < a->npins; i++)
-		free(a->pins[i].frames);
+		symbols_frames_free(a->pins[i].frames, a->pins[i].nframes);
 	free(a->pins);
 	free(a->allocator);
 	symbols_destroy(a->symbols);

@@ -514,7 +514,8 @@ int heapmap_pins(struct heapmap *h, heapmap_find_fn find, void *ctx,
 			rc = region_pins(h, h->win[i], find, ctx, &probes);
 	if (rc)
 		return hs_error("out of memory");
-	qsort(h->pins, h->npins, sizeof(*h->pins), by_pinned);
+	if (h->npins)
+		qsort(h->pins, h->npins, sizeof(*h->pins), by_pinned);
 	*out = h->pins;
 	*n = h->npins;
 	return 0;
