@@ -16,6 +16,7 @@
 
 #define HEAPSLOPE_RECORDER
 #include "../include/heapslope.h"
+#include "cxx.h"
 #include "recorder.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -138,6 +139,8 @@ EXPORT void *malloc(size_t n)
 	void *p = real.malloc(n);
 	if (recording)
 		record_result(HS_FN_MALLOC, p, n);
+	else
+		cxx_note(HS_FN_MALLOC, p, n);
 	HOOK_END();
 	return p;
 }
@@ -242,6 +245,8 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	int rc = real.posix_memalign(out, align, n);
 	if (recording)
 		record_result(HS_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, n);
+	else if (rc == 0)
+		cxx_note(HS_FN_POSIX_MEMALIGN, *out, n);
 	HOOK_END();
 	return rc;
 }
@@ -255,6 +260,8 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		void *p = real.name args;                                    \
 		if (recording)                                               \
 			record_result(fn, p, size);                          \
+		else                                                         \
+			cxx_note(fn, p, size);                               \
 		HOOK_END();                                                  \
 		return p;                                                    \
 	}

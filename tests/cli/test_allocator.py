@@ -10,16 +10,25 @@ jemalloc has no pvalloc: glibc's serves the call from glibc's own heap and
 jemalloc's free of that block crashes, natively too (measured: counts
 pvalloc under LD_PRELOAD=libjemalloc.so.2 dies of SIGSEGV).  pvalloc and
 mix (which calls it) are not run under jemalloc.
+
+jemalloc, tcmalloc and mimalloc define C++ operator new and delete
+themselves, so a C++ program's new never reaches malloc: the recorder
+interposes the operators too.  mimalloc, built as C, aborts where the
+others throw bad_alloc (measured: cxxnew 0 throw under
+LD_PRELOAD=libmimalloc.so.2 dies of SIGABRT): under mimalloc the throwing
+failures are only checked to abort as they do natively.
 """
+import collections
 import os
 import re
 import shutil
 import subprocess
 
-from common import (HEAPSLOPE, LIB, check, check_complete, check_counts,
-                    check_eq, dump_lines, dump_stats, fail, main, no_core,
-                    prog, record, run, tmpdir)
+from common import (HEAPSLOPE, LIB, PROGRAMS, Replay, check, check_complete,
+                    check_counts, check_eq, dump_lines, dump_stats, fail,
+                    load, main, no_core, prog, record, run, tmpdir)
 from test_counts import expected
+from test_dlopen import segments
 
 # name -> (soname, Debian package); glibc preloads nothing
 ALLOCATORS = {
@@ -31,6 +40,7 @@ ALLOCATORS = {
 FNS = ["malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
        "aligned_alloc", "memalign", "valloc", "pvalloc", "free"]
 NO_PVALLOC = {"jemalloc"}
+NO_THROW = {"mimalloc"}
 
 # the library each allocator was found at, from the first trace
 found = {}
@@ -224,6 +234,197 @@ def test_path():
             os.unlink(os.path.join(d, "path.hst"))
 
 
+# cxxnew: per round 15 allocations and 15 frees, 8 malloc (new, new[],
+# their nothrow forms, a new-expression of 24 bytes and one of 4 n), 7
+# aligned_alloc (aligned new, 128 bytes for an over-aligned type)
+CXX_ROUNDS = 37
+CXX_PER_ROUND = {"malloc": 8, "aligned_alloc": 7, "free": 15}
+# failures: (failed malloc, failed aligned_alloc, exception blocks)
+CXX_FAILURES = {"": (0, 0, 0), "throw": (3, 1, 4), "nothrow": (2, 1, 0)}
+SITE_RECS = {"malloc", "aligned_alloc", "failed malloc",
+             "failed aligned_alloc"}
+
+
+def cxx_bytes(rounds):
+    return sum(16 * n + 152 for n in (16 + i % 64 for i in range(rounds)))
+
+
+def code_of(evs, path):
+    """Executable ranges of the module at path."""
+    mods = [e for e in evs if e.rec == "module" and
+            os.path.realpath(e.kv.get("path", "")) == os.path.realpath(path)]
+    check_eq(len(mods), 1, f"module lines for {path}")
+    code = [(lo, hi) for lo, hi, fl in segments(mods[0]) if "x" in fl]
+    check(code, f"{path}: no executable segment")
+    return code
+
+
+def sites_in(evs, st, code):
+    """Allocation and failure events whose innermost frame is in code."""
+    out = []
+    for e in evs:
+        if e.rec in SITE_RECS:
+            f = st.frames(e.int("stack"))
+            if f and any(lo <= f[0] < hi for lo, hi in code):
+                out.append(e)
+    return out
+
+
+def cxx_trace(path, what):
+    """Record counts, sites in the program and the replay of a cxxnew
+    trace."""
+    evs, st = load(path)
+    names = collections.Counter(e.rec for e in evs)
+    sites = sites_in(evs, st, code_of(evs, prog("cxxnew")))
+    r = Replay()
+    for e in evs:
+        r.feed(e)
+    check(not r.errors, f"{what}: " + r.error_text())
+    return evs, names, sites
+
+
+# Allocators whose own operator new/delete the recorder records.  Under
+# glibc, libstdc++'s operators call malloc and free, where the events are
+# recorded (test_cxx_glibc).
+CXX_RECORDED = [a for a in ALLOCATORS if a != "glibc"]
+
+
+def test_cxx_glibc():
+    """Under glibc, C++ new and delete reach malloc and free: every
+    round's blocks are recorded and freed, the trace replays cleanly."""
+    with tmpdir() as d:
+        for mode in ("", "nothrow", "throw"):
+            argv = [prog("cxxnew"), str(CXX_ROUNDS)] + ([mode] if mode else [])
+            what = f"cxxnew {CXX_ROUNDS} {mode} on glibc"
+            r = record(argv, d, output=f"cxx-glibc-{mode or 'plain'}.hst")
+            s = check_named(r.trace(), "glibc", what)
+            check_complete(s, what)
+            check_eq(s.get("exit_status"), 0, f"{what}: exit_status")
+            k = 2 if mode else 1
+            check(s["allocations"] >= 15 * CXX_ROUNDS * k,
+                  f"{what}: {s['allocations']} allocations, fewer than the "
+                  f"{15 * CXX_ROUNDS * k} news")
+            evs, _ = load(r.trace())
+            rp = Replay()
+            for e in evs:
+                rp.feed(e)
+            check(not rp.errors, f"{what}: " + rp.error_text())
+
+
+def test_cxx():
+    """Every C++ operator new and delete, recorded once on each allocator:
+    C++ new counts as malloc (aligned new as aligned_alloc), delete as
+    free; a new that throws bad_alloc is a failed allocation, and the
+    exception object's block is recorded with the same stack (its free
+    follows); the innermost frame is the caller of the operator."""
+    with tmpdir() as d:
+        for name in CXX_RECORDED:
+            b = record([prog("cxxnew"), "0"], d, opts=["--allocator", name],
+                       output=f"cxx0-{name}.hst")
+            bs = check_named(b.trace(), name, f"cxxnew 0 on {name}")
+            _, bnames, bsites = cxx_trace(b.trace(), f"cxxnew 0 on {name}")
+            for mode, (fm, fa, exc) in CXX_FAILURES.items():
+                what = f"cxxnew {CXX_ROUNDS} {mode} on {name}".replace(
+                    "  ", " ")
+                argv = [prog("cxxnew"), str(CXX_ROUNDS)] + \
+                    ([mode] if mode else [])
+                if mode == "throw" and name in NO_THROW:
+                    nat = run(argv, env=dict(os.environ, LD_PRELOAD=found.get(
+                        name) or fail(f"test_exact_counts found no {name}")),
+                        preexec=no_core)
+                    check_eq(nat.rc, -6, f"{what} natively (test assumption)")
+                    r = record(argv, d, opts=["--allocator", name], ok=False,
+                               output=f"cxx-{name}-{mode}.hst",
+                               preexec=no_core)
+                    check_eq(r.rc, 128 + 6, f"{what}: exit status")
+                    continue
+                r = record(argv, d, opts=["--allocator", name],
+                           output=f"cxx-{name}-{mode}.hst")
+                s = check_named(r.trace(), name, what)
+                check_complete(s, what)
+                check_eq(s.get("exit_status"), 0, f"{what}: exit_status")
+                k = 2 if mode else 1
+                n = 15 * CXX_ROUNDS * k
+                want = {"allocations": n + exc, "frees": n + exc,
+                        "reallocs": 0, "failed_allocations": fm + fa}
+                check_counts(s, {x: v + bs[x] for x, v in want.items()},
+                             what)
+                evs, names, sites = cxx_trace(r.trace(), what)
+                per = {x: v * CXX_ROUNDS * k
+                       for x, v in CXX_PER_ROUND.items()}
+                per["malloc"] += exc
+                per["free"] += exc
+                per["failed malloc"] = fm
+                per["failed aligned_alloc"] = fa
+                for rec, v in per.items():
+                    check_eq(names[rec] - bnames[rec], v,
+                             f"{what}: {rec} records")
+                check_eq(len(sites) - len(bsites), n + fm + fa + exc,
+                         f"{what}: allocations whose innermost frame is "
+                         f"in cxxnew")
+                exc_bytes = 0
+                for i, e in enumerate(evs):
+                    if not e.rec.startswith("failed"):
+                        continue
+                    nxt = next((x for x in evs[i + 1:]
+                                if x.rec in SITE_RECS), None)
+                    if mode == "throw":
+                        check(nxt is not None and nxt.rec == "malloc" and
+                              nxt.kv["stack"] == e.kv["stack"],
+                              f"{what}: {e} is not followed by its "
+                              f"exception's block: {nxt}")
+                        exc_bytes += nxt.int("size")
+                check_eq(s.get("allocated_bytes") - bs["allocated_bytes"],
+                         k * cxx_bytes(CXX_ROUNDS) + exc_bytes,
+                         f"{what}: allocated_bytes")
+
+
+def test_cxx_dlopen():
+    """A C program dlopens a C++ library RTLD_LOCAL (as Python loads an
+    extension): libstdc++ is not in the global scope, yet its operators
+    are what the library's new binds to, through the recorder.  The first
+    is a new[] that throws (libstdc++'s jumps to its new, which must be
+    found too), except under mimalloc."""
+    lib = os.path.join(PROGRAMS, "libhscxxnew.so")
+    check(os.path.isfile(lib), f"{lib} is not built (no C++ compiler?)")
+    n = 11
+    with tmpdir() as d:
+        for name in CXX_RECORDED:
+            what = f"dlopener libhscxxnew.so {n} on {name}"
+            s0 = dump_stats(record([prog("dlopener"), lib, "0"], d,
+                                   opts=["--allocator", name],
+                                   output=f"dl0-{name}.hst").trace())
+            throw = name not in NO_THROW
+            env = dict(os.environ)
+            if throw:
+                env["CXXNEW_THROW"] = "1"
+            r = record([prog("dlopener"), lib, str(n)], d, env=env,
+                       opts=["--allocator", name], output=f"dl-{name}.hst")
+            s = check_named(r.trace(), name, what)
+            check_complete(s, what)
+            check_eq(s["allocations"] - s0["allocations"], 16 * n + throw,
+                     f"{what}: allocations")
+            check_eq(s["failed_allocations"] - s0["failed_allocations"],
+                     int(throw), f"{what}: failed_allocations")
+            evs, st = load(r.trace())
+            sites = sites_in(evs, st, code_of(evs, lib))
+            check_eq(len(sites), 16 * n + 2 * throw,
+                     f"{what}: allocations and failures whose innermost "
+                     f"frame is in the library")
+            sites = [e for e in sites if e.rec != "failed malloc"]
+            rp = Replay()
+            pending = set()
+            ids = {id(e) for e in sites}
+            for e in evs:
+                rp.feed(e)
+                if id(e) in ids:
+                    pending.add(e.int("ptr"))
+                elif e.rec == "free":
+                    pending.discard(e.int("ptr"))
+            check(not rp.errors, f"{what}: " + rp.error_text())
+            check(not pending, f"{what}: blocks of the library not freed")
+
+
 def refused(opts, what, want_in, d, wrap=()):
     """record refuses before the program runs: status 2, one line on
     stderr, no trace, the program did not touch its file."""
@@ -279,4 +480,4 @@ def test_package_missing():
 if __name__ == "__main__":
     main([test_exact_counts, test_mix, test_mallinfo_only_glibc,
           test_output_unchanged, test_children_keep_allocator, test_path,
-          test_refused, test_package_missing])
+          test_cxx_glibc, test_cxx, test_cxx_dlopen, test_refused, test_package_missing])
