@@ -27,6 +27,8 @@ enum fit_of {
 	FIT_RELEASABLE,
 	FIT_IN_USE,
 	FIT_HEAP_FREE,
+	FIT_TOP,
+	FIT_RETAINED,
 };
 
 /* One streaming pass: the state it builds. */
@@ -236,6 +238,12 @@ static int value(const struct batch *b, enum fit_of what, double *v)
 	case FIT_HEAP_FREE:
 		*v = (double)b->heap_free_bytes;
 		return b->has_heap_free;
+	case FIT_TOP:
+		*v = (double)b->top_bytes;
+		return b->has_top;
+	case FIT_RETAINED:
+		*v = (double)(b->holes_bytes + b->top_bytes);
+		return b->has_shape;
 	}
 	return 0;
 }
@@ -298,11 +306,19 @@ static void fit_shape(struct analysis *a)
 	fit_batches(&a->series, a->warmup, FIT_HEAP_FREE, &a->heap_free_fit,
 		    &mean, &has_free);
 	a->has_mallinfo_fit = has_in_use && has_free;
-	/* holes are glibc's retained memory only where its layout is known */
+	/* glibc retains the holes and the free top of the brk heap; with the
+	 * top known for only some batches, the holes alone */
+	fit_batches(&a->series, a->warmup, FIT_TOP, &a->top_fit, &mean,
+		    &a->has_top_fit);
+	a->retained_fit = a->holes_fit;
+	if (a->has_top_fit)
+		fit_batches(&a->series, a->warmup, FIT_RETAINED,
+			    &a->retained_fit, &mean, &has_free);
+	/* retained memory is known only where glibc's layout is */
 	a->has_decomposition = a->has_rss_fit && a->has_shape && a->glibc;
 	if (a->has_decomposition)
 		a->other_slope = a->rss_fit.slope - a->live_fit.slope -
-				 a->holes_fit.slope;
+				 a->retained_fit.slope;
 }
 
 /* The pinning blocks of the last batch end, by stack id. */

@@ -75,6 +75,10 @@ struct analysis {
 	int glibc;           /* regions, holes and pins follow glibc */
 	int has_shape;       /* the series carry the shape */
 	struct regress footprint_fit, span_fit, holes_fit, releasable_fit;
+	/* the brk heap's free top (from the program break in the samples),
+	 * and what glibc retains: holes + top when the top is known */
+	struct regress top_fit, retained_fit;
+	int has_top_fit;
 	/* mallinfo2 at the marks (glibc only) */
 	struct regress in_use_fit, heap_free_fit;
 	int has_mallinfo_fit;

@@ -404,6 +404,9 @@ void heapmap_state(const struct heapmap *h, struct heapmap_state *out)
 				  : 0;
 	out->mmapped = h->mapped_pages * ps;
 	out->regions = h->regions + h->nmap;
+	out->brk_top = !h->glibc || !h->heap_start ? 0
+		       : h->brk.hi ? h->brk.hi << h->page_shift
+				   : h->heap_start;
 }
 
 static int pins_grow(struct heapmap *h)

@@ -31,6 +31,10 @@ struct heapmap_state {
 	uint64_t releasable; /* whole free pages inside the heap spans */
 	uint64_t mmapped;    /* pages of directly mmapped blocks */
 	uint64_t regions;    /* heap regions with live blocks */
+	uint64_t brk_top;    /* end of the brk heap's span (its start when it
+			      * has no live block); 0: no brk heap known.
+			      * Above it up to the program break lies the
+			      * free top of the heap. */
 };
 
 /* The blocks of one stack that hold gaps open. */

@@ -171,6 +171,7 @@ static void shape_point(const struct analysis *a, const struct batch *x,
 	num_if(o, "holes_bytes", glibc, (double)x->holes_bytes);
 	num_if(o, "releasable_bytes", glibc,
 	       (double)x->releasable_holes_bytes);
+	num_if(o, "top_bytes", glibc && x->has_top, (double)x->top_bytes);
 	num_if(o, "heap_in_use_bytes", mi, (double)x->heap_in_use_bytes);
 	num_if(o, "heap_arena_bytes", mi, (double)x->heap_arena_bytes);
 	num_if(o, "heap_mmapped_bytes", mi, (double)x->heap_mmapped_bytes);
@@ -303,13 +304,17 @@ static cJSON *fragmentation(const struct analysis *a)
 	num_if(f, "mmapped_bytes", at && a->glibc,
 	       at ? (double)last->mmapped_bytes : 0);
 	num_if(f, "regions", at && a->glibc, at ? (double)last->regions : 0);
+	num_if(f, "top_bytes", at && a->glibc && last->has_top,
+	       at ? (double)last->top_bytes : 0);
 	/* slopes, bytes per batch after the warm-up */
 	num_if(f, "footprint_bytes_per_batch", shape, a->footprint_fit.slope);
 	num_if(f, "span_bytes_per_batch", glibc, a->span_fit.slope);
 	num_if(f, "holes_bytes_per_batch", glibc, a->holes_fit.slope);
 	num_if(f, "releasable_bytes_per_batch", glibc,
 	       a->releasable_fit.slope);
-	num_if(f, "retained_bytes_per_batch", glibc, a->holes_fit.slope);
+	num_if(f, "top_bytes_per_batch", glibc && a->has_top_fit,
+	       a->top_fit.slope);
+	num_if(f, "retained_bytes_per_batch", glibc, a->retained_fit.slope);
 	cJSON *mi = cJSON_AddObjectToObject(f, "allocator_state");
 	num_if(mi, "in_use_bytes_per_batch", a->has_mallinfo_fit,
 	       a->in_use_fit.slope);
@@ -321,7 +326,7 @@ static cJSON *fragmentation(const struct analysis *a)
 		cJSON *d = cJSON_AddObjectToObject(f, "decomposition");
 		num(d, "rss_bytes_per_batch", a->rss_fit.slope);
 		num(d, "live_bytes_per_batch", a->live_fit.slope);
-		num(d, "retained_bytes_per_batch", a->holes_fit.slope);
+		num(d, "retained_bytes_per_batch", a->retained_fit.slope);
 		num(d, "other_bytes_per_batch", a->other_slope);
 	} else {
 		cJSON_AddNullToObject(f, "decomposition");

@@ -116,9 +116,14 @@ static void decomposition(FILE *o, const struct analysis *a)
 		a->has_rss_fit ? "=" : " ",
 		human(a->live_fit.slope, b1, sizeof(b1)));
 	if (a->has_decomposition) {
-		fprintf(o, "  + retained by %-5s%12s  free memory inside the "
-			   "heap (holes)\n", "glibc",
-			human(a->holes_fit.slope, b1, sizeof(b1)));
+		fprintf(o, "  + retained by glibc%12s  free memory it keeps: "
+			   "holes %s", human(a->retained_fit.slope, b1,
+					     sizeof(b1)),
+			human(a->holes_fit.slope, b2, sizeof(b2)));
+		if (a->has_top_fit)
+			fprintf(o, ", top of the heap %s",
+				human(a->top_fit.slope, b3, sizeof(b3)));
+		fputc('\n', o);
 		fprintf(o, "  + other            %12s  mmapped data, stacks, "
 			   "code: outside the malloc heap\n",
 			human(a->other_slope, b1, sizeof(b1)));
@@ -136,13 +141,26 @@ static void decomposition(FILE *o, const struct analysis *a)
 			human(a->heap_free_fit.slope, b2, sizeof(b2)));
 	const struct batch *b = &a->series.v[a->series.n - 1];
 	if (a->glibc)
+	{
 		fprintf(o, "  heap at the last batch: span %s, holes %s (%s in "
-			   "whole free pages), pages with live data %s\n",
+			   "whole free pages)",
 			human((double)b->span_bytes, b1, sizeof(b1)),
 			human((double)b->holes_bytes, b2, sizeof(b2)),
 			human((double)b->releasable_holes_bytes, b3,
-			      sizeof(b3)),
+			      sizeof(b3)));
+		if (b->has_top)
+			fprintf(o, ", free top %s",
+				human((double)b->top_bytes, b3, sizeof(b3)));
+		fprintf(o, ", pages with live data %s\n",
 			human((double)b->footprint_bytes, b4, sizeof(b4)));
+		if (a->has_top_fit && a->top_fit.slope > 0 &&
+		    a->top_fit.slope >= 0.25 * a->retained_fit.slope)
+			fprintf(o, "  the free top grows: glibc trims it only "
+				   "above its trim threshold, which freeing "
+				   "large mmapped blocks raises; malloc_trim(0) "
+				   "or M_TRIM_THRESHOLD/M_MMAP_THRESHOLD set "
+				   "by mallopt return it\n");
+	}
 	else
 		fprintf(o, "  heap at the last batch: pages with live data "
 			   "%s\n",

@@ -31,6 +31,10 @@ static void take_sample(struct batch *b, const struct sample *smp)
 	b->heap_arena_bytes = smp->has_mallinfo ? smp->arena : 0;
 	b->heap_mmapped_bytes = smp->has_mallinfo ? smp->hblkhd : 0;
 	b->heap_releasable_bytes = smp->has_mallinfo ? smp->keepcost : 0;
+	b->has_top = b->has_shape && b->brk_top && smp->brk;
+	b->top_bytes = b->has_top && smp->brk > b->brk_top
+			       ? smp->brk - b->brk_top
+			       : 0;
 }
 
 int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
@@ -56,6 +60,7 @@ int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
 		b->releasable_holes_bytes = shape->releasable;
 		b->mmapped_bytes = shape->mmapped;
 		b->regions = shape->regions;
+		b->brk_top = shape->brk_top;
 	}
 	if (!from_mark && s->window.valid)
 		take_sample(b, &s->window);
@@ -78,6 +83,7 @@ void series_sample(struct series *s, const struct hs_record *rec)
 		.arena = rec->mi_arena,
 		.hblkhd = rec->mi_hblkhd,
 		.keepcost = rec->mi_keepcost,
+		.brk = rec->brk,
 	};
 	if (s->want_sample && s->n) {
 		take_sample(&s->v[s->n - 1], &smp);

@@ -28,12 +28,18 @@ struct batch {
 	int has_shape;
 	uint64_t footprint_bytes, span_bytes, holes_bytes;
 	uint64_t releasable_holes_bytes, mmapped_bytes, regions;
+	uint64_t brk_top; /* heapmap_state's */
+	/* the free top of the brk heap, from the program break in the
+	 * sample: glibc keeps it until it passes its trim threshold */
+	int has_top;
+	uint64_t top_bytes;
 };
 
 struct sample {
 	int valid, has_mallinfo;
 	uint64_t rss, fordblks, footprint;
 	uint64_t uordblks, arena, hblkhd, keepcost;
+	uint64_t brk; /* 0: unknown */
 };
 
 struct series {

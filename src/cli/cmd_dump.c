@@ -206,6 +206,8 @@ static void print_record(const struct hs_record *r)
 			       " keepcost=%" PRIu64, r->mi_arena, r->mi_ordblks,
 			       r->mi_hblks, r->mi_hblkhd, r->mi_uordblks,
 			       r->mi_fordblks, r->mi_keepcost);
+		if (r->brk)
+			printf(" brk=0x%" PRIx64, r->brk);
 		break;
 	case HS_REC_TIME:
 		printf("time");

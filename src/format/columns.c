@@ -122,9 +122,13 @@ static int walk(unsigned tag, struct cursor *row_in, struct sink *row_out,
 	case HS_REC_SAMPLE:
 		if (F(REST) || F(REST) || FV(REST, &n))
 			return -1;
-		for (int i = 0; n && i < 7; i++)
+		if (n & ~(uint64_t)(HS_SAMPLE_MALLINFO | HS_SAMPLE_BRK))
+			return -1;
+		for (int i = 0; (n & HS_SAMPLE_MALLINFO) && i < 7; i++)
 			if (F(REST))
 				return -1;
+		if ((n & HS_SAMPLE_BRK) && F(REST))
+			return -1;
 		return 0;
 	case HS_REC_END:
 		if (F(REST) || FV(REST, &n))

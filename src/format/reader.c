@@ -441,8 +441,11 @@ int reader_next(struct hs_reader *r, struct hs_record *rec)
 		GET_TIME();
 		GET(rec->rss);
 		GET(has);
-		rec->has_mallinfo = has != 0;
-		if (has) {
+		rec->has_mallinfo = (has & HS_SAMPLE_MALLINFO) != 0;
+		rec->brk = 0;
+		if (has & ~(uint64_t)(HS_SAMPLE_MALLINFO | HS_SAMPLE_BRK))
+			goto corrupt; /* a newer writer's field */
+		if (has & HS_SAMPLE_MALLINFO) {
 			GET(rec->mi_arena);
 			GET(rec->mi_ordblks);
 			GET(rec->mi_hblks);
@@ -451,6 +454,8 @@ int reader_next(struct hs_reader *r, struct hs_record *rec)
 			GET(rec->mi_fordblks);
 			GET(rec->mi_keepcost);
 		}
+		if (has & HS_SAMPLE_BRK)
+			GET(rec->brk);
 		break;
 	}
 	case HS_REC_TIME:

@@ -53,6 +53,7 @@ struct hs_record {
 	int has_mallinfo;
 	uint64_t mi_arena, mi_ordblks, mi_hblks, mi_hblkhd, mi_uordblks,
 		mi_fordblks, mi_keepcost;
+	uint64_t brk; /* end of the brk heap; 0: not in the sample */
 	/* HS_REC_END / HS_REC_EXIT */
 	unsigned end_reason;
 	uint64_t counts[HS_COUNT_MAX];

@@ -59,9 +59,10 @@ enum hs_tag {
 	HS_REC_THREAD_NAME = 0x05, /* tid, name(str) */
 	HS_REC_SWITCH = 0x06,  /* tid: the following events are this thread's */
 	HS_REC_MARK = 0x07,    /* dtime(sv), kind, label(str) */
-	HS_REC_SAMPLE = 0x08,  /* dtime(sv), rss, has_mallinfo, then if set:
-	                        * arena, ordblks, hblks, hblkhd, uordblks,
-	                        * fordblks, keepcost */
+	HS_REC_SAMPLE = 0x08,  /* dtime(sv), rss, flags (HS_SAMPLE_*), then
+	                        * with MALLINFO: arena, ordblks, hblks,
+	                        * hblkhd, uordblks, fordblks, keepcost; then
+	                        * with BRK: the end of the brk heap */
 	HS_REC_TIME = 0x09,    /* dtime(sv): ns since start of recording */
 	HS_REC_END = 0x0a,     /* reason, then HS_COUNT_MAX counters */
 	HS_REC_EXIT = 0x0b,    /* wait status of the process, from `record` */
@@ -75,6 +76,9 @@ enum hs_tag {
 	                        * memory given back (may be partial) */
 };
 #define HS_TAG_KIND(t) ((t) & 0xf0)
+
+/* What a sample record carries besides RSS. */
+enum hs_sample_flags { HS_SAMPLE_MALLINFO = 1, HS_SAMPLE_BRK = 2 };
 #define HS_TAG_FN(t) ((t) & 0x0f)
 
 /* The allocation function an event came from (low nibble of the tag). */

@@ -325,11 +325,11 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 void rec_mark(unsigned kind, const char *label)
 {
 	struct recorder *R = &hs_rec;
-	uint64_t rss;
+	uint64_t rss, brk;
 	struct mallinfo2 mi;
 	int has_mi;
 	size_t len = label ? strnlen(label, LABEL_MAX) : 0;
-	take_sample(&rss, &mi, &has_mi, 1);
+	take_sample(&rss, &mi, &has_mi, 1, &brk);
 	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(PREFIX_MAX + 3 * HS_VARINT_MAX + 1 +
 				     len)
@@ -341,7 +341,7 @@ void rec_mark(unsigned kind, const char *label)
 		p = varint_put(p, kind);
 		commit(enc_str(p, label ? label : "", len));
 		R->counts[HS_COUNT_MARKS]++;
-		sample_append(now_ns(), rss, &mi, has_mi);
+		sample_append(now_ns(), rss, &mi, has_mi, brk);
 	}
 	lock_give(&R->lock);
 }

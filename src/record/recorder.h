@@ -125,11 +125,13 @@ void rec_modules_changed(void);
 int writer_start(void);
 void writer_stop(void);
 uint64_t now_ns(void);
+/* RSS, mallinfo2 when asked and the allocator is glibc, and the end of
+ * the brk heap (0: unknown). */
 void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
-		 int with_mallinfo);
+		 int with_mallinfo, uint64_t *brk);
 /* With the lock held: appends a sample record. */
 void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
-		   int has_mi);
+		   int has_mi, uint64_t brk);
 /* With the lock held: waits until the writer has no buffer in hand (the
  * lock is released meanwhile: other threads may append). */
 int wait_idle(void);

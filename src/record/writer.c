@@ -171,7 +171,7 @@ int flush_sync(const uint8_t *extra, size_t n)
 }
 
 void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
-		 int with_mallinfo)
+		 int with_mallinfo, uint64_t *brk)
 {
 	char buf[128];
 	*rss = 0;
@@ -186,6 +186,9 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 		if (sscanf(buf, "%lu %lu", &size, &resident) == 2)
 			*rss = (uint64_t)resident * (uint64_t)getpagesize();
 	}
+	/* the end of the brk heap: what glibc keeps at its top shows */
+	void *end = sbrk(0);
+	*brk = end == (void *)-1 ? 0 : (uint64_t)(uintptr_t)end;
 	*has_mi = hs_rec.has_mallinfo && with_mallinfo;
 	if (*has_mi)
 		*mi = mallinfo2();
@@ -194,15 +197,16 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 }
 
 void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
-			  int has_mi)
+		   int has_mi, uint64_t brk)
 {
-	uint8_t *p = reserve(1 + 10 * HS_VARINT_MAX);
+	uint8_t *p = reserve(1 + 11 * HS_VARINT_MAX);
 	if (!p)
 		return;
 	*p++ = HS_REC_SAMPLE;
 	p = enc_time(&hs_rec.enc, p, t);
 	p = varint_put(p, rss);
-	p = varint_put(p, (uint64_t)has_mi);
+	p = varint_put(p, (has_mi ? HS_SAMPLE_MALLINFO : 0) |
+				  (brk ? HS_SAMPLE_BRK : 0));
 	if (has_mi) {
 		p = varint_put(p, mi->arena);
 		p = varint_put(p, mi->ordblks);
@@ -212,6 +216,8 @@ void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
 		p = varint_put(p, mi->fordblks);
 		p = varint_put(p, mi->keepcost);
 	}
+	if (brk)
+		p = varint_put(p, brk);
 	commit(p);
 	hs_rec.counts[HS_COUNT_SAMPLES]++;
 }
@@ -251,14 +257,15 @@ static void *writer_main(void *arg)
 			uint64_t rss;
 			struct mallinfo2 mi;
 			int has_mi;
+			uint64_t brk;
 			lock_give(&R->lock);
 			/* RSS only: mallinfo2 walks the arena under its lock,
 			 * stalling the program; the analyzer needs the
 			 * allocator's state at marks */
-			take_sample(&rss, &mi, &has_mi, 0);
+			take_sample(&rss, &mi, &has_mi, 0, &brk);
 			lock_take(&R->lock);
 			if (R->on)
-				sample_append(now_ns(), rss, &mi, has_mi);
+				sample_append(now_ns(), rss, &mi, has_mi, brk);
 		}
 		/* the loader's lock is taken by threads that then free
 		 * memory (dlclose): never ask it with our lock held */

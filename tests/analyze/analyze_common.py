@@ -227,7 +227,7 @@ def _frames(s, fr, path):
 # The heap's shape in each series entry: footprint always, the glibc
 # layout's figures and mallinfo2's null where unknown.
 SHAPE_KEYS = ("footprint_bytes", "span_bytes", "holes_bytes",
-              "releasable_bytes", "heap_in_use_bytes", "heap_arena_bytes",
+              "releasable_bytes", "top_bytes", "heap_in_use_bytes", "heap_arena_bytes",
               "heap_mmapped_bytes", "heap_top_releasable_bytes")
 
 
@@ -236,7 +236,8 @@ def _fragmentation(s, f, verdict):
     path = "$.fragmentation"
     keys = ("allocator", "layout", "heap_start", "footprint_bytes",
             "span_bytes", "holes_bytes", "releasable_bytes", "mmapped_bytes",
-            "regions", "footprint_bytes_per_batch", "span_bytes_per_batch",
+            "regions", "top_bytes", "footprint_bytes_per_batch",
+            "span_bytes_per_batch", "top_bytes_per_batch",
             "holes_bytes_per_batch", "releasable_bytes_per_batch",
             "retained_bytes_per_batch", "allocator_state", "decomposition",
             "pinned_bytes", "pinning_matters", "pinning_stacks")
@@ -250,11 +251,12 @@ def _fragmentation(s, f, verdict):
     if hs is not None and not re.fullmatch(r"0x[0-9a-f]+", hs):
         s.err(f"{path}.heap_start", f"{hs!r} is not a hex address")
     for k in ("footprint_bytes", "span_bytes", "holes_bytes",
-              "releasable_bytes", "mmapped_bytes", "regions", "pinned_bytes"):
+              "releasable_bytes", "mmapped_bytes", "regions", "pinned_bytes",
+              "top_bytes"):
         s.int_(f, k, path, null=True)
     for k in ("footprint_bytes_per_batch", "span_bytes_per_batch",
               "holes_bytes_per_batch", "releasable_bytes_per_batch",
-              "retained_bytes_per_batch"):
+              "retained_bytes_per_batch", "top_bytes_per_batch"):
         s.num(f, k, path, null=True)
     if layout == "pages":
         for k in ("span_bytes", "holes_bytes", "retained_bytes_per_batch",
@@ -262,9 +264,16 @@ def _fragmentation(s, f, verdict):
             if f.get(k) is not None:
                 s.err(f"{path}.{k}", "not null for an allocator whose "
                       "layout is unknown")
-    if f.get("retained_bytes_per_batch") != f.get("holes_bytes_per_batch"):
-        s.err(f"{path}.retained_bytes_per_batch", "differs from "
-              "holes_bytes_per_batch")
+    # retained = holes + the brk heap's free top, when the top is known
+    ret, holes = f.get("retained_bytes_per_batch"), f.get("holes_bytes_per_batch")
+    top = f.get("top_bytes_per_batch")
+    if ret is not None and holes is not None:
+        want = holes + (top or 0)
+        if abs(ret - want) > 1e-6 * max(1.0, abs(want)):
+            s.err(f"{path}.retained_bytes_per_batch", f"{ret} is not holes "
+                  f"{holes} + top {top}")
+    elif (ret is None) != (holes is None):
+        s.err(f"{path}.retained_bytes_per_batch", "null unlike holes")
     a = f.get("allocator_state")
     ap = f"{path}.allocator_state"
     if s.obj(a, ap, ("in_use_bytes_per_batch", "free_bytes_per_batch",
