@@ -157,9 +157,10 @@ static void decomposition(FILE *o, const struct analysis *a)
 		    a->top_fit.slope >= 0.25 * a->retained_fit.slope)
 			fprintf(o, "  the free top grows: glibc trims it only "
 				   "above its trim threshold, which freeing "
-				   "large mmapped blocks raises; malloc_trim(0) "
-				   "or M_TRIM_THRESHOLD/M_MMAP_THRESHOLD set "
-				   "by mallopt return it\n");
+				   "large\n  mmapped blocks raises; "
+				   "malloc_trim(0) returns it, fixed "
+				   "M_TRIM_THRESHOLD and M_MMAP_THRESHOLD\n"
+				   "  (mallopt) keep it small\n");
 	}
 	else
 		fprintf(o, "  heap at the last batch: pages with live data "
