@@ -185,8 +185,9 @@ static void span_moved(struct heapmap *h, const struct region *r,
 
 /* Pages [p0, p1] of region r gain (+1) or lose (-1) a block that has
  * `bytes` of its bytes in them. */
-static void touch(struct heapmap *h, struct region *r, uint64_t p0,
-		  uint64_t p1, uint64_t bytes, int add)
+static inline __attribute__((always_inline)) void
+touch(struct heapmap *h, struct region *r, uint64_t p0, uint64_t p1,
+      uint64_t bytes, int add)
 {
 	uint32_t *c = r->count - r->first;
 	uint64_t p = p0;
@@ -300,7 +301,8 @@ static inline uint64_t chunk_size(uint64_t size)
 }
 
 /* Adds or drops [addr, addr + size) region by region. */
-static int update(struct heapmap *h, uint64_t addr, uint64_t size, int add)
+static inline __attribute__((always_inline)) int
+update(struct heapmap *h, uint64_t addr, uint64_t size, int add)
 {
 	uint64_t end = addr + size; /* exclusive */
 	if (end < addr)
@@ -368,7 +370,8 @@ void heapmap_sub(struct heapmap *h, uint64_t addr, uint64_t size)
 {
 	if (!size)
 		return;
-	if (h->nmap && map_sub(h, addr))
+	/* mmapped blocks are never in the brk heap */
+	if (h->nmap && !in_brk(h, addr) && map_sub(h, addr))
 		return;
 	update(h, addr, size, 0);
 }

@@ -6,6 +6,7 @@
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <gelf.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -63,6 +64,63 @@ struct symbols {
 extern char *__cxa_demangle(const char *, char *, size_t *, int *)
 	__attribute__((weak));
 
+/* The search path of the symbols last created (the same for every trace
+ * of one command): find_debuginfo gets no context of its own. */
+static const char *search_path;
+
+/* Whether a .gnu_debuglink file of file_name is where libdwfl's search
+ * path (-:.debug:DIRS...) would find it. */
+static int debuglink_exists(const char *file_name, const char *link,
+			    const char *path)
+{
+	char cand[PATH_MAX];
+	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+	if (!link || !slash)
+		return 0;
+	int dl = (int)(slash - file_name);
+	const char *p = path && *path == '-' ? path + 1 : path;
+	while (p && *p) {
+		if (*p == ':')
+			p++;
+		int n = (int)strcspn(p, ":"), k;
+		if (n == 0) /* beside the file */
+			k = snprintf(cand, sizeof(cand), "%.*s/%s", dl,
+				     file_name, link);
+		else if (*p != '/') /* a subdirectory of the file's */
+			k = snprintf(cand, sizeof(cand), "%.*s/%.*s/%s", dl,
+				     file_name, n, p, link);
+		else /* the file's directory under an absolute one */
+			k = snprintf(cand, sizeof(cand), "%.*s%.*s/%s", n, p,
+				     dl, file_name, link);
+		if (k > 0 && (size_t)k < sizeof(cand) &&
+		    access(cand, R_OK) == 0)
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/* libdwfl's standard search, less its last resort: without
+ * DEBUGINFOD_URLS it would still load the debuginfod client (libcurl,
+ * gnutls and the rest) for every module without a local debug file. */
+static int find_debuginfo(Dwfl_Module *mod, void **user, const char *name,
+			  Dwarf_Addr base, const char *file_name,
+			  const char *link, GElf_Word crc, char **out)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (urls && *urls)
+		return dwfl_standard_find_debuginfo(mod, user, name, base,
+						    file_name, link, crc, out);
+	int fd = dwfl_build_id_find_debuginfo(mod, user, name, base,
+					      file_name, link, crc, out);
+	if (fd >= 0)
+		return fd;
+	if (!debuglink_exists(file_name, link, search_path))
+		return -1;
+	return dwfl_standard_find_debuginfo(mod, user, name, base, file_name,
+					    link, crc, out);
+}
+
 struct symbols *symbols_create(const char *debuginfo_path)
 {
 	struct symbols *s = calloc(1, sizeof(*s));
@@ -81,7 +139,8 @@ struct symbols *symbols_create(const char *debuginfo_path)
 	if (user && !(s->user_dir = strdup(user)))
 		goto oom;
 	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.find_debuginfo = find_debuginfo;
+	search_path = s->dwfl_path;
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->dwfl_path;
 	return s;
@@ -270,7 +329,7 @@ static void report_range(Dwfl *dwfl, const char *user_dir,
 }
 
 /* What resolving a frame in dm loads first: symbols, DWARF, the debug
- * file.  Only for the modules every stack passes through, the executable
+ * file (runtime libraries: symbols only).  Only for the modules every stack passes through, the executable
  * (the first module) and libc, and libstdc++ for C++ allocations: the
  * others are loaded if their frames are resolved, as without a preload. */
 static int load_module(Dwfl_Module *dm, void **user, const char *name,
@@ -284,7 +343,8 @@ static int load_module(Dwfl_Module *dm, void **user, const char *name,
 	if (strcmp(name, p->mods[0].path) != 0 && !is_runtime(name))
 		return DWARF_CB_OK;
 	dwfl_module_getsymtab(dm);
-	dwfl_module_getdwarf(dm, &bias);
+	if (!is_runtime(name)) /* only their symbols are used */
+		dwfl_module_getdwarf(dm, &bias);
 	return DWARF_CB_OK;
 }
 
@@ -475,14 +535,20 @@ int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 	GElf_Sym sym;
 	const char *symname = dwfl_module_addrinfo(dm, a, &off, &sym, NULL,
 						   NULL, NULL);
-	Dwfl_Line *ln = dwfl_module_getsrc(dm, a);
+	/* the runtime libraries' frames by their symbols alone: their
+	 * source lines are not the program's, and their debug files (say
+	 * libc6-dbg's, compressed) would cost more to read than the rest */
+	const int lines = !is_runtime(m->path);
+	Dwfl_Line *ln = lines ? dwfl_module_getsrc(dm, a) : NULL;
 	int lineno = 0;
 	const char *src = ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL,
 					     NULL)
 			     : NULL;
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(dm, a, &bias), cu_mem;
-	if (!cu && (cu = cu_by_scan(dm, a, &bias, &cu_mem)) && !src) {
+	Dwarf_Die *cu = lines ? dwfl_module_addrdie(dm, a, &bias) : NULL,
+		  cu_mem;
+	if (lines && !cu && (cu = cu_by_scan(dm, a, &bias, &cu_mem)) &&
+	    !src) {
 		/* no .debug_aranges (clang): the line from the CU found */
 		Dwarf_Line *dl = dwarf_getsrc_die(cu, a - bias);
 		if (dl && (src = dwarf_linesrc(dl, NULL, NULL)) &&

@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -22,7 +20,6 @@ struct hs_reader {
 	size_t ccap, ucap, rcap;
 	const uint8_t *p, *end; /* undecoded records of the current chunk */
 	uint64_t offset, chunks;
-	uint64_t size; /* of a regular file, whose frames are mapped; else 0 */
 	int truncated;
 	/* delta state, reset at every chunk */
 	uint64_t prev_ptr;
@@ -194,9 +191,6 @@ struct hs_reader *reader_open(const char *path)
 	free(body);
 	body = NULL;
 	r->offset = HS_PREAMBLE_LEN + blen;
-	struct stat st;
-	if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode))
-		r->size = (uint64_t)st.st_size;
 	r->dctx = ZSTD_createDCtx();
 	if (!r->dctx) {
 		hs_error("out of memory");
@@ -230,7 +224,6 @@ uint64_t reader_chunks(const struct hs_reader *r)
 }
 
 /* Frames at least this large are mapped rather than read. */
-#define MAP_MIN (256u << 10)
 
 static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
@@ -271,32 +264,14 @@ static int load_chunk(struct hs_reader *r)
 	    grow(&r->ubuf, &r->ucap, usize ? usize : 1) ||
 	    grow(&r->rbuf, &r->rcap, usize ? usize : 1))
 		return -1;
-	const uint8_t *src = r->cbuf;
-	void *map = MAP_FAILED;
-	size_t map_len = 0;
-	uint64_t at = r->offset + HS_CHUNK_HEADER_LEN;
-	if (r->size && csize >= MAP_MIN && at + csize <= r->size) {
-		/* mapped, not copied: the page cache is read in place */
-		uint64_t base = at & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
-		map_len = (size_t)(at - base) + csize;
-		map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
-			   fileno(r->f), (off_t)base);
-		if (map != MAP_FAILED && fseeko(r->f, csize, SEEK_CUR) != 0) {
-			munmap(map, map_len);
-			return hs_error("%s: seek error: %s", r->path,
-					strerror(errno));
-		}
-		if (map != MAP_FAILED)
-			src = (const uint8_t *)map + (at - base);
-	}
-	if (map == MAP_FAILED && fread(r->cbuf, 1, csize, r->f) != csize) {
+	/* read, not mapped: unmapping each chunk again costs more (TLB
+	 * shootdowns once the symbol loader's thread runs) than the copy */
+	if (fread(r->cbuf, 1, csize, r->f) != csize) {
 		r->truncated = !ferror(r->f);
 		return hs_error("%s: truncated trace: partial frame at byte "
 				"%llu", r->path, (unsigned long long)r->offset);
 	}
-	size_t n = ZSTD_decompressDCtx(r->dctx, r->ubuf, usize, src, csize);
-	if (map != MAP_FAILED)
-		munmap(map, map_len);
+	size_t n = ZSTD_decompressDCtx(r->dctx, r->ubuf, usize, r->cbuf, csize);
 	if (ZSTD_isError(n))
 		return hs_error("%s: corrupt trace: frame at byte %llu: %s",
 				r->path, (unsigned long long)r->offset,
