@@ -92,6 +92,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 	struct hs_reader *rd = reader_open(a->path);
 	if (!rd)
 		return -1;
+	reader_prefetch(rd);
 	p->stacks = stacks_create(o->warmup > 0 ? (uint32_t)o->warmup : 0,
 				  o->group_by_site);
 	if (!a->argv && copy_header(a, reader_header(rd)))

@@ -1,6 +1,8 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +13,46 @@
 #include "error.h"
 #include "varint.h"
 
+/* One chunk read, decompressed and turned back into rows. */
+struct chunk {
+	uint8_t *cbuf, *ubuf, *rbuf; /* compressed, columns, rows */
+	size_t ccap, ucap, rcap;
+	size_t rows;
+	uint64_t size;  /* header + compressed bytes in the file */
+	int status;     /* 1: a chunk; 0: end of file; -1: err */
+	int truncated;  /* the error is a cut-off file */
+	char err[384];
+};
+
+/* With prefetch, a thread decodes the chunks ahead of the reader into a
+ * ring: the reader holds one, the thread fills the others. */
+#define SLOTS 3
+
+struct prefetch {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t filled_cv, free_cv;
+	struct chunk slot[SLOTS];
+	unsigned head;   /* next slot to take */
+	unsigned filled; /* slots decoded and not taken */
+	int held;        /* the reader holds the slot before head */
+	int stop;
+	uint64_t offset; /* the thread's position in the file */
+};
+
 struct hs_reader {
 	FILE *f;
 	char *path;
 	struct hs_header hdr;
 	ZSTD_DCtx *dctx;
-	uint8_t *cbuf, *ubuf, *rbuf; /* compressed, columns, rows */
-	size_t ccap, ucap, rcap;
+	struct chunk one;      /* without prefetch */
+	struct prefetch *pf;   /* NULL: chunks decoded on demand */
+	int want_prefetch;
 	const uint8_t *p, *end; /* undecoded records of the current chunk */
 	uint64_t offset, chunks;
 	int truncated;
+	int done, done_rc;   /* the end or an error was reached */
+	char done_err[384];  /* ... and its message, for later calls */
 	/* delta state, reset at every chunk */
 	uint64_t prev_ptr;
 	uint64_t chunk_time; /* time deltas restart in every chunk */
@@ -208,6 +240,12 @@ const struct hs_header *reader_header(const struct hs_reader *r)
 	return &r->hdr;
 }
 
+void reader_prefetch(struct hs_reader *r)
+{
+	if (!r->pf && !r->chunks && !r->done)
+		r->want_prefetch = 1;
+}
+
 uint64_t reader_offset(const struct hs_reader *r)
 {
 	return r->offset;
@@ -223,72 +261,205 @@ uint64_t reader_chunks(const struct hs_reader *r)
 	return r->chunks;
 }
 
-/* Frames at least this large are mapped rather than read. */
-
 static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
 	if (need <= *cap)
 		return 0;
 	uint8_t *b = realloc(*buf, need);
 	if (!b)
-		return hs_error("out of memory");
+		return -1;
 	*buf = b;
 	*cap = need;
 	return 0;
 }
 
+/* Sets c's error; returns -1. */
+__attribute__((format(printf, 2, 3))) static int chunk_err(struct chunk *c,
+							   const char *fmt,
+							   ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return c->status = -1;
+}
+
+/* Reads the chunk at offset (the file's position) into c: c->status.
+ * Touches no shared state: the prefetch thread runs it. */
+static int chunk_load(FILE *f, const char *path, uint64_t offset,
+		      ZSTD_DCtx *dctx, struct chunk *c)
+{
+	uint8_t h[HS_CHUNK_HEADER_LEN];
+	unsigned long long at = (unsigned long long)offset;
+	c->truncated = 0;
+	size_t got = fread(h, 1, sizeof(h), f);
+	if (got == 0 && feof(f))
+		return c->status = 0;
+	if (got < sizeof(h)) {
+		if (ferror(f))
+			return chunk_err(c, "%s: read error: %s", path,
+					 strerror(errno));
+		c->truncated = 1;
+		return chunk_err(c, "%s: truncated trace: partial frame header "
+				 "at byte %llu", path, at);
+	}
+	if (memcmp(h, HS_CHUNK_MAGIC, 4) != 0)
+		return chunk_err(c, "%s: corrupt trace: bad frame magic at "
+				 "byte %llu", path, at);
+	uint32_t csize = le32_get(h + 4), usize = le32_get(h + 8);
+	if (usize > HS_CHUNK_MAX || csize > ZSTD_compressBound(HS_CHUNK_MAX))
+		return chunk_err(c, "%s: corrupt trace: bad frame size at byte "
+				 "%llu", path, at);
+	if (grow(&c->cbuf, &c->ccap, csize ? csize : 1) ||
+	    grow(&c->ubuf, &c->ucap, usize ? usize : 1) ||
+	    grow(&c->rbuf, &c->rcap, usize ? usize : 1))
+		return chunk_err(c, "out of memory");
+	/* read, not mapped: unmapping each chunk again costs more (TLB
+	 * shootdowns once other threads run) than the copy */
+	if (fread(c->cbuf, 1, csize, f) != csize) {
+		c->truncated = !ferror(f);
+		return chunk_err(c, "%s: truncated trace: partial frame at "
+				 "byte %llu", path, at);
+	}
+	size_t n = ZSTD_decompressDCtx(dctx, c->ubuf, usize, c->cbuf, csize);
+	if (ZSTD_isError(n))
+		return chunk_err(c, "%s: corrupt trace: frame at byte %llu: %s",
+				 path, at, ZSTD_getErrorName(n));
+	if (n != usize)
+		return chunk_err(c, "%s: corrupt trace: frame at byte %llu has "
+				 "%zu bytes, expected %u", path, at, n, usize);
+	c->rows = columns_decode(c->ubuf, usize, c->rbuf, c->rcap);
+	if (c->rows == (size_t)-1)
+		return chunk_err(c, "%s: corrupt trace: bad columns in the "
+				 "frame at byte %llu", path, at);
+	c->size = HS_CHUNK_HEADER_LEN + (uint64_t)csize;
+	return c->status = 1;
+}
+
+static void chunk_free(struct chunk *c)
+{
+	free(c->cbuf);
+	free(c->ubuf);
+	free(c->rbuf);
+}
+
+static void *prefetch_run(void *arg)
+{
+	struct hs_reader *r = arg;
+	struct prefetch *pf = r->pf;
+	unsigned tail = 0;
+	for (;;) {
+		pthread_mutex_lock(&pf->mu);
+		while (!pf->stop && pf->filled + (unsigned)pf->held >= SLOTS)
+			pthread_cond_wait(&pf->free_cv, &pf->mu);
+		int stop = pf->stop;
+		pthread_mutex_unlock(&pf->mu);
+		if (stop)
+			return NULL;
+		struct chunk *c = &pf->slot[tail];
+		chunk_load(r->f, r->path, pf->offset, r->dctx, c);
+		if (c->status == 1)
+			pf->offset += c->size;
+		pthread_mutex_lock(&pf->mu);
+		pf->filled++;
+		pthread_cond_signal(&pf->filled_cv);
+		pthread_mutex_unlock(&pf->mu);
+		if (c->status != 1)
+			return NULL; /* the end, or an error: nothing follows */
+		tail = (tail + 1) % SLOTS;
+	}
+}
+
+static int prefetch_start(struct hs_reader *r)
+{
+	struct prefetch *pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return -1;
+	pthread_mutex_init(&pf->mu, NULL);
+	pthread_cond_init(&pf->filled_cv, NULL);
+	pthread_cond_init(&pf->free_cv, NULL);
+	pf->offset = r->offset;
+	r->pf = pf;
+	if (pthread_create(&pf->thread, NULL, prefetch_run, r) != 0) {
+		r->pf = NULL;
+		free(pf);
+		return -1;
+	}
+	return 0;
+}
+
+static void prefetch_stop(struct hs_reader *r)
+{
+	struct prefetch *pf = r->pf;
+	if (!pf)
+		return;
+	pthread_mutex_lock(&pf->mu);
+	pf->stop = 1;
+	pthread_cond_signal(&pf->free_cv);
+	pthread_mutex_unlock(&pf->mu);
+	pthread_join(pf->thread, NULL);
+	for (unsigned i = 0; i < SLOTS; i++)
+		chunk_free(&pf->slot[i]);
+	pthread_mutex_destroy(&pf->mu);
+	pthread_cond_destroy(&pf->filled_cv);
+	pthread_cond_destroy(&pf->free_cv);
+	free(pf);
+	r->pf = NULL;
+}
+
+/* The next chunk: decoded now, or taken from the prefetch thread (the
+ * one held so far is given back). */
+static struct chunk *next_chunk(struct hs_reader *r)
+{
+	if (r->want_prefetch && !r->pf) {
+		r->want_prefetch = 0; /* once: on failure, decode here */
+		prefetch_start(r);
+	}
+	struct prefetch *pf = r->pf;
+	if (!pf) {
+		chunk_load(r->f, r->path, r->offset, r->dctx, &r->one);
+		return &r->one;
+	}
+	pthread_mutex_lock(&pf->mu);
+	if (pf->held) {
+		pf->held = 0;
+		pthread_cond_signal(&pf->free_cv);
+	}
+	while (!pf->filled)
+		pthread_cond_wait(&pf->filled_cv, &pf->mu);
+	struct chunk *c = &pf->slot[pf->head];
+	pf->filled--;
+	pf->held = 1;
+	pf->head = (pf->head + 1) % SLOTS;
+	pthread_mutex_unlock(&pf->mu);
+	return c;
+}
+
 /* 1: a chunk loaded; 0: end of file; -1: error */
 static int load_chunk(struct hs_reader *r)
 {
-	uint8_t h[HS_CHUNK_HEADER_LEN];
-	size_t got = fread(h, 1, sizeof(h), r->f);
-	if (got == 0 && feof(r->f))
-		return 0;
-	if (got < sizeof(h)) {
-		if (ferror(r->f))
-			return hs_error("%s: read error: %s", r->path,
-					strerror(errno));
-		r->truncated = 1;
-		return hs_error("%s: truncated trace: partial frame header at "
-				"byte %llu", r->path,
-				(unsigned long long)r->offset);
+	if (r->done) {
+		if (r->done_rc < 0)
+			hs_error("%s", r->done_err);
+		return r->done_rc;
 	}
-	if (memcmp(h, HS_CHUNK_MAGIC, 4) != 0)
-		return hs_error("%s: corrupt trace: bad frame magic at byte "
-				"%llu", r->path, (unsigned long long)r->offset);
-	uint32_t csize = le32_get(h + 4), usize = le32_get(h + 8);
-	if (usize > HS_CHUNK_MAX || csize > ZSTD_compressBound(HS_CHUNK_MAX))
-		return hs_error("%s: corrupt trace: bad frame size at byte "
-				"%llu", r->path, (unsigned long long)r->offset);
-	if (grow(&r->cbuf, &r->ccap, csize ? csize : 1) ||
-	    grow(&r->ubuf, &r->ucap, usize ? usize : 1) ||
-	    grow(&r->rbuf, &r->rcap, usize ? usize : 1))
-		return -1;
-	/* read, not mapped: unmapping each chunk again costs more (TLB
-	 * shootdowns once the symbol loader's thread runs) than the copy */
-	if (fread(r->cbuf, 1, csize, r->f) != csize) {
-		r->truncated = !ferror(r->f);
-		return hs_error("%s: truncated trace: partial frame at byte "
-				"%llu", r->path, (unsigned long long)r->offset);
+	struct chunk *c = next_chunk(r);
+	if (c->status != 1) {
+		/* the end or an error is final: the thread has stopped */
+		r->done = 1;
+		r->done_rc = c->status;
+		r->truncated = c->truncated;
+		if (c->status < 0) {
+			hs_error("%s", c->err);
+			snprintf(r->done_err, sizeof(r->done_err), "%s", c->err);
+		}
+		return c->status;
 	}
-	size_t n = ZSTD_decompressDCtx(r->dctx, r->ubuf, usize, r->cbuf, csize);
-	if (ZSTD_isError(n))
-		return hs_error("%s: corrupt trace: frame at byte %llu: %s",
-				r->path, (unsigned long long)r->offset,
-				ZSTD_getErrorName(n));
-	if (n != usize)
-		return hs_error("%s: corrupt trace: frame at byte %llu has %zu "
-				"bytes, expected %u", r->path,
-				(unsigned long long)r->offset, n, usize);
-	size_t rows = columns_decode(r->ubuf, usize, r->rbuf, r->rcap);
-	if (rows == (size_t)-1)
-		return hs_error("%s: corrupt trace: bad columns in the frame at "
-				"byte %llu", r->path,
-				(unsigned long long)r->offset);
-	r->offset += HS_CHUNK_HEADER_LEN + (uint64_t)csize;
+	r->offset += c->size;
 	r->chunks++;
-	r->p = r->rbuf;
-	r->end = r->rbuf + rows;
+	r->p = c->rbuf;
+	r->end = c->rbuf + c->rows;
 	r->prev_ptr = 0;
 	r->chunk_time = 0;
 	r->tid = 0;
@@ -562,13 +733,12 @@ void reader_destroy(struct hs_reader *r)
 {
 	if (!r)
 		return;
+	prefetch_stop(r);
 	if (r->f)
 		fclose(r->f);
 	ZSTD_freeDCtx(r->dctx);
 	header_finish(&r->hdr);
-	free(r->cbuf);
-	free(r->ubuf);
-	free(r->rbuf);
+	chunk_free(&r->one);
 	free(r->path);
 	free(r);
 }

@@ -72,6 +72,10 @@ struct hs_reader;
 /* Opens and validates the header; NULL with hs_last_error() on failure. */
 struct hs_reader *reader_open(const char *path);
 const struct hs_header *reader_header(const struct hs_reader *r);
+/* From the first chunk on, decode chunks ahead on a thread of their own
+ * (reading, decompressing and reordering overlap with the caller's work).
+ * Records are the same either way. */
+void reader_prefetch(struct hs_reader *r);
 /* 1: a record; 0: clean end of file; -1: error (hs_last_error()), such as
  * a corrupt or truncated chunk.  Records before the error were valid. */
 int reader_next(struct hs_reader *r, struct hs_record *rec);

@@ -49,12 +49,12 @@ static void test_varint(void)
 
 static char dir[] = "/tmp/hs-test-format-XXXXXX";
 
-/* Writes a header and the given chunks' record bytes to a file. */
-/* Writes a trace of one chunk: recs are rows, or with raw the chunk's
- * payload as is (to test corrupt columns). */
-static void write_chunk_trace(const char *path, unsigned version,
-			      const uint8_t *recs, size_t n, size_t cut,
-			      int raw)
+/* Writes a trace of `chunks` copies of one chunk: recs are rows, or with
+ * raw the chunk's payload as is (to test corrupt columns); cut bytes off
+ * its end. */
+static void write_chunks(const char *path, unsigned version,
+			 const uint8_t *recs, size_t n, size_t cut, int raw,
+			 int chunks)
 {
 	uint8_t body[256], out[256 + HS_PREAMBLE_LEN];
 	struct hs_hdr_buf h = { body, 0, sizeof(body), 0 };
@@ -74,10 +74,12 @@ static void write_chunk_trace(const char *path, unsigned version,
 	CHECK(cl > 0);
 	FILE *f = fopen(path, "wb");
 	fwrite(out, 1, hl, f);
-	fwrite(chunk, 1, cl, f);
+	for (int i = 0; i < chunks; i++)
+		fwrite(chunk, 1, cl, f);
 	fclose(f);
 	if (cut)
-		CHECK(truncate(path, (off_t)(hl + cl - cut)) == 0);
+		CHECK(truncate(path, (off_t)(hl + cl * (size_t)chunks - cut)) ==
+		      0);
 	free(chunk);
 	free(work);
 	ZSTD_freeCCtx(c);
@@ -86,7 +88,7 @@ static void write_chunk_trace(const char *path, unsigned version,
 static void write_trace(const char *path, unsigned version,
 			const uint8_t *recs, size_t n, size_t cut)
 {
-	write_chunk_trace(path, version, recs, n, cut, 0);
+	write_chunks(path, version, recs, n, cut, 0, 1);
 }
 
 static size_t sample_records(uint8_t *buf)
@@ -211,15 +213,15 @@ static void test_bad_input(void)
 	size_t cn = columns_encode(recs, n, cols, sizeof(cols), work);
 	CHECK(cn > 0);
 	snprintf(path, sizeof(path), "%s/cut-columns.hst", dir);
-	write_chunk_trace(path, HS_FORMAT_VERSION, cols, cn - 1, 0, 1);
+	write_chunks(path, HS_FORMAT_VERSION, cols, cn - 1, 0, 1, 1);
 	CHECK(read_all(path) == -1);
 	CHECK(strstr(hs_last_error(), "corrupt") != NULL);
 
 	/* an unknown record tag in the tag column */
 	uint8_t bad_tag[] = { 5, 1, 0, 0, 0, 0, 0x7e };
 	snprintf(path, sizeof(path), "%s/unknown.hst", dir);
-	write_chunk_trace(path, HS_FORMAT_VERSION, bad_tag, sizeof(bad_tag), 0,
-			  1);
+	write_chunks(path, HS_FORMAT_VERSION, bad_tag, sizeof(bad_tag), 0, 1,
+		     1);
 	CHECK(read_all(path) == -1);
 	ZSTD_freeCCtx(c);
 
@@ -246,6 +248,68 @@ static void test_bad_input(void)
 	}
 }
 
+/* Kinds, pointers and times of every record, and the final result. */
+static int read_trace(const char *path, int prefetch, unsigned *kinds,
+		      uint64_t *vals, size_t cap, size_t *n, uint64_t *chunks,
+		      int *truncated)
+{
+	struct hs_reader *r = reader_open(path);
+	struct hs_record rec;
+	int rc;
+	*n = 0;
+	if (!r)
+		return -2;
+	if (prefetch)
+		reader_prefetch(r);
+	/* fields a record does not set keep what the caller had */
+	while ((memset(&rec, 0, sizeof(rec)), rc = reader_next(r, &rec)) > 0 &&
+	       *n < cap) {
+		kinds[*n] = rec.kind;
+		vals[*n] = rec.ptr ^ rec.time_ns ^ rec.size << 17;
+		++*n;
+	}
+	*chunks = reader_chunks(r);
+	*truncated = reader_truncated(r);
+	reader_destroy(r);
+	return rc;
+}
+
+/* With prefetch, the same records, chunks and ending as without, for a
+ * whole trace, a cut one, and a reader destroyed while the thread is
+ * ahead of it. */
+static void test_prefetch(void)
+{
+	enum { CHUNKS = 40, CAP = 1024 };
+	static unsigned k1[CAP], k2[CAP];
+	static uint64_t v1[CAP], v2[CAP];
+	char path[64];
+	uint8_t recs[512];
+	size_t n = sample_records(recs), n1, n2;
+	uint64_t c1, c2;
+	int t1, t2;
+	snprintf(path, sizeof(path), "%s/many.hst", dir);
+	for (int cut = 0; cut <= 1; cut++) {
+		write_chunks(path, HS_FORMAT_VERSION, recs, n, cut ? 7 : 0, 0,
+			     CHUNKS);
+		int rc1 = read_trace(path, 0, k1, v1, CAP, &n1, &c1, &t1);
+		int rc2 = read_trace(path, 1, k2, v2, CAP, &n2, &c2, &t2);
+		CHECK(rc1 == (cut ? -1 : 0) && rc2 == rc1);
+		CHECK(n1 == (size_t)(CHUNKS - cut) * 10 && n2 == n1);
+		CHECK(c1 == (uint64_t)(CHUNKS - cut) && c2 == c1);
+		CHECK(t1 == cut && t2 == t1);
+		CHECK(!memcmp(k1, k2, n1 * sizeof(*k1)));
+		CHECK(!memcmp(v1, v2, n1 * sizeof(*v1)));
+	}
+	struct hs_reader *r = reader_open(path);
+	struct hs_record rec;
+	CHECK(r != NULL);
+	if (r) {
+		reader_prefetch(r);
+		CHECK(reader_next(r, &rec) == 1);
+		reader_destroy(r); /* the thread is stopped, not waited for */
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -255,6 +319,7 @@ int main(void)
 	test_varint();
 	test_roundtrip();
 	test_bad_input();
+	test_prefetch();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
