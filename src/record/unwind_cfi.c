@@ -57,39 +57,40 @@ struct rd {
 	int bad;
 };
 
-static uint64_t uleb(struct rd *r)
+/* One LEB128 number's bits; *shift: how many, *last: its final byte. */
+static uint64_t leb(struct rd *r, unsigned *shift, uint8_t *last)
 {
 	uint64_t v = 0;
-	unsigned shift = 0;
+	*shift = 0;
 	while (r->p < r->end) {
 		uint8_t b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
+		if (!(b & 0x80)) {
+			*last = b;
 			return v;
+		}
 	}
 	r->bad = 1;
 	return 0;
 }
 
+static uint64_t uleb(struct rd *r)
+{
+	unsigned shift;
+	uint8_t last;
+	return leb(r, &shift, &last);
+}
+
 static int64_t sleb(struct rd *r)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << shift;
-			return (int64_t)v;
-		}
-	}
-	r->bad = 1;
-	return 0;
+	unsigned shift;
+	uint8_t last = 0;
+	uint64_t v = leb(r, &shift, &last);
+	if (shift < 64 && (last & 0x40))
+		v |= ~(uint64_t)0 << shift; /* sign-extend */
+	return (int64_t)v;
 }
 
 /* A ULEB128 length and that many bytes. */
