@@ -59,20 +59,8 @@ while (($#)); do
 	shift
 done
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-if ((!build_given)) && [[ -n ${HEAPSLOPE:-} ]]; then
-	build=$(cd "$(dirname "$HEAPSLOPE")/../.." && pwd)
-fi
-build=${build:-$root/build}
-hs=${HEAPSLOPE:-$build/src/cli/heapslope}
-trainsim=${TRAINSIM:-$build/data/trainsim}
-timecmd=/usr/bin/time
-
-die() { echo "bench_analyze.sh: $*" >&2; exit 1; }
-[[ -x $hs ]] || die "no heapslope binary at $hs (build it, or set HEAPSLOPE)"
-[[ -x $trainsim ]] || die "no trainsim at $trainsim (set TRAINSIM)"
-[[ -x $timecmd ]] || die "$timecmd missing: apt-get install time"
+me=bench_analyze.sh
+. "$(dirname "$0")/common.sh"
 command -v heaptrack >/dev/null || die "heaptrack missing: apt-get install heaptrack"
 command -v heaptrack_print >/dev/null || die "heaptrack_print missing"
 if [[ -z ${PYTHON:-} ]]; then
@@ -114,8 +102,6 @@ for i in range(iters):
 print("pyloop: %d iterations, %d kept" % (iters, len(history)))
 PY
 
-# median of numbers on stdin
-median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 # timed CMD...: runs it $runs times; prints "median_wall_s median_maxrss_kib"
 timed() {

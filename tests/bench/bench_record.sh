@@ -61,22 +61,9 @@ if ((quick)); then
 	((batches_set)) || batches=20
 fi
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-if ((!build_given)) && [[ -n ${HEAPSLOPE:-} ]]; then
-	# only $HEAPSLOPE given: trainsim is in the same build tree
-	build=$(cd "$(dirname "$HEAPSLOPE")/../.." && pwd)
-fi
-build=${build:-$root/build}
-hs=${HEAPSLOPE:-$build/src/cli/heapslope}
-trainsim=${TRAINSIM:-$build/data/trainsim}
-timecmd=/usr/bin/time
+me=bench_record.sh
+. "$(dirname "$0")/common.sh"
 heaptrack=$(command -v heaptrack || true)
-
-die() { echo "bench_record.sh: $*" >&2; exit 1; }
-[[ -x $hs ]] || die "no heapslope binary at $hs (build it, or set HEAPSLOPE)"
-[[ -x $trainsim ]] || die "no trainsim at $trainsim (set TRAINSIM)"
-[[ -x $timecmd ]] || die "$timecmd missing: apt-get install time"
 [[ -n $heaptrack ]] || echo "bench_record.sh: heaptrack not found;" \
 	"measuring heapslope only" >&2
 
@@ -192,19 +179,16 @@ if [[ -x $work/bin/zstd ]] && ! "$zstd" -tq "$work"/ht.raw.zst; then
 	echo "WARNING: heaptrack's trace is damaged" >&2
 fi
 
-median() { # column
-	awk -v c="$1" '{ print $c }' | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
-			else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# the median of column $1 of stdin
+median_of() { awk -v c="$1" '{ print $c }' | median; }
 declare -A wall rss trace
 for t in "${tools[@]}"; do
-	wall[$t]=$(median 1 <"$work/$t.runs")
-	rss[$t]=$(median 2 <"$work/$t.runs")
-	trace[$t]=$(median 3 <"$work/$t.runs")
+	wall[$t]=$(median_of 1 <"$work/$t.runs")
+	rss[$t]=$(median_of 2 <"$work/$t.runs")
+	trace[$t]=$(median_of 3 <"$work/$t.runs")
 done
 zrss=0
-[[ -n $heaptrack ]] && zrss=$(median 4 <"$work/heaptrack.runs")
+[[ -n $heaptrack ]] && zrss=$(median_of 4 <"$work/heaptrack.runs")
 
 model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 # our own CPU time: the children's line of `times`, and heaptrack's
