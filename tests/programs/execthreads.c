@@ -1,11 +1,10 @@
 /* exec while T threads allocate.
  *   execthreads T MS PROGRAM ARGS... */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#define VICTIM_THREADS
 #include "sink.h"
 
 static void *spin(void *arg)
@@ -26,13 +25,8 @@ int main(int argc, char **argv)
 		return 2;
 	int t = atoi(argv[1]);
 	long ms = atol(argv[2]);
-	for (int i = 0; i < t; i++) {
-		pthread_t th;
-		if (pthread_create(&th, NULL, spin, (void *)(size_t)(i * 1000)))
-			return 1;
-	}
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
+	if (run_threads_for(spin, t, ms))
+		return 1;
 	execv(argv[3], argv + 3);
 	perror("execv");
 	return 127;

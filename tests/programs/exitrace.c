@@ -1,9 +1,8 @@
 /* Returns from main while T threads are still allocating.
  *   exitrace T MS */
-#include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
+#define VICTIM_THREADS
 #include "sink.h"
 
 static void *spin(void *arg)
@@ -24,12 +23,5 @@ int main(int argc, char **argv)
 {
 	int t = argc > 1 ? atoi(argv[1]) : 4;
 	long ms = argc > 2 ? atol(argv[2]) : 200;
-	for (int i = 0; i < t; i++) {
-		pthread_t th;
-		if (pthread_create(&th, NULL, spin, (void *)(size_t)(i * 1000)))
-			return 1;
-	}
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-	return 0;
+	return run_threads_for(spin, t, ms);
 }
