@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 from common import (HEAPSLOPE, TestFailure, check, check_eq,  # noqa: E402,F401
                     dump_stats, fail, main, prog, record, run,
-                    sanitizer_report, tmpdir)
+                    sanitizer_report, tmpdir, trace_chunks, write_file)
 
 TRAINSIM = os.environ.get("HEAPSLOPE_TRAINSIM", "")
 

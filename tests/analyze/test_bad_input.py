@@ -9,7 +9,8 @@ import random
 import struct
 
 from analyze_common import (analyze_run, check, check_eq, fail, main, prog,
-                            record_trace, tmpdir, trainsim, validate_report)
+                            record_trace, tmpdir, trace_chunks, trainsim,
+                            validate_report, write_file)
 
 PREFIX = "heapslope analyze: "
 
@@ -50,39 +51,20 @@ def incomplete(path, what, reason):
     return rep
 
 
-def chunks(data):
-    """(offset, compressed size) of each frame of a trace."""
-    blen = struct.unpack("<I", data[12:16])[0]
-    off, out = 16 + blen, []
-    while off < len(data):
-        check_eq(data[off:off + 4], b"HSFR", f"frame magic at {off}")
-        cs = struct.unpack("<I", data[off + 4:off + 8])[0]
-        out.append((off, cs))
-        off += 12 + cs
-    return out
-
-
-def write(d, name, data):
-    p = os.path.join(d, name)
-    with open(p, "wb") as f:
-        f.write(data)
-    return p
-
-
 def test_not_traces():
     rng = random.Random(7)
     with tmpdir() as d:
         one_line_error(os.path.join(d, "missing.hst"), "missing file",
                        want="missing.hst")
         one_line_error(d, "a directory")
-        one_line_error(write(d, "empty", b""), "empty file", want="not a heapslope trace")
-        one_line_error(write(d, "text", b"heapslope trace? no.\n" * 50),
+        one_line_error(write_file(d, "empty", b""), "empty file", want="not a heapslope trace")
+        one_line_error(write_file(d, "text", b"heapslope trace? no.\n" * 50),
                        "text file", want="not a heapslope trace")
         for i in range(5):
             n = rng.choice((1, 7, 100, 4096, 70000))
-            one_line_error(write(d, f"random{i}", rng.randbytes(n)),
+            one_line_error(write_file(d, f"random{i}", rng.randbytes(n)),
                            f"{n} random bytes")
-        one_line_error(write(d, "magic", b"\x89HSLOPE\n"), "magic alone",
+        one_line_error(write_file(d, "magic", b"\x89HSLOPE\n"), "magic alone",
                        want="truncated trace header")
 
 
@@ -91,41 +73,41 @@ def test_damaged_traces():
         t = record_trace([prog("av_leaks"), "all"], d)
         data = open(t, "rb").read()
         blen = struct.unpack("<I", data[12:16])[0]
-        one_line_error(write(d, "pre12", data[:12]), "12 bytes of preamble",
+        one_line_error(write_file(d, "pre12", data[:12]), "12 bytes of preamble",
                        want="truncated trace header")
-        one_line_error(write(d, "hdrcut", data[:16 + blen // 2]),
+        one_line_error(write_file(d, "hdrcut", data[:16 + blen // 2]),
                        "header cut in the middle", want="truncated trace header")
         v2 = bytearray(data)
         v2[8:10] = struct.pack("<H", 2)
-        one_line_error(write(d, "v2", v2), "format version 2", want="version 2")
+        one_line_error(write_file(d, "v2", v2), "format version 2", want="version 2")
         v = bytearray(data)
         v[8:10] = struct.pack("<H", 0xffff)
-        one_line_error(write(d, "v65535", v), "format version 65535",
+        one_line_error(write_file(d, "v65535", v), "format version 65535",
                        want="version 65535")
         hl = bytearray(data)
         hl[12:16] = struct.pack("<I", 0xffffffff)
-        one_line_error(write(d, "hlen", hl), "header length 4 GiB")
+        one_line_error(write_file(d, "hlen", hl), "header length 4 GiB")
         hb = bytearray(data)
         hb[16:16 + blen] = b"\xff" * blen
-        one_line_error(write(d, "hbody", hb), "header of 0xff bytes",
+        one_line_error(write_file(d, "hbody", hb), "header of 0xff bytes",
                        want="corrupt trace header")
-        (c0, cs0), = chunks(data)[:1]
+        (c0, cs0), = trace_chunks(data)[:1]
         flip = bytearray(data)
         flip[c0 + 12 + cs0 // 2] ^= 0x55
-        one_line_error(write(d, "flip", flip), "a byte flipped inside a frame",
+        one_line_error(write_file(d, "flip", flip), "a byte flipped inside a frame",
                        want="corrupt")
         fm = bytearray(data)
         fm[c0:c0 + 4] = b"HSFX"
-        one_line_error(write(d, "framemagic", fm), "bad frame magic",
+        one_line_error(write_file(d, "framemagic", fm), "bad frame magic",
                        want="corrupt")
         us = bytearray(data)
         us[c0 + 8:c0 + 12] = struct.pack("<I", 0xffffffff)
-        one_line_error(write(d, "usize", us), "frame of 4 GiB decompressed")
+        one_line_error(write_file(d, "usize", us), "frame of 4 GiB decompressed")
         # garbage after a good trace: it is not a frame
-        one_line_error(write(d, "tail", data + b"garbage after the end\n"),
+        one_line_error(write_file(d, "tail", data + b"garbage after the end\n"),
                        "garbage after the last frame", want="corrupt")
         # a valid header and no frame: an empty, incomplete trace
-        rep = incomplete(write(d, "noframes", data[:16 + blen]),
+        rep = incomplete(write_file(d, "noframes", data[:16 + blen]),
                          "header without frames", "no end record")
         check_eq(rep["trace"]["events"], 0, "header without frames: events")
         # random damage: anything but a crash; failures in one line,
@@ -138,7 +120,7 @@ def test_damaged_traces():
                 b[pos] = rng.randrange(256)
             if rng.random() < 0.5:
                 b = b[:rng.randrange(16 + blen, len(b))]
-            p = write(d, f"damaged{i}", b)
+            p = write_file(d, f"damaged{i}", b)
             r = analyze_run(p, "--json", "-")
             err = r.err.decode(errors="replace").splitlines()
             check(r.rc in (0, 1), f"damaged trace {i}: exit {r.rc}:\n" + r.describe())
@@ -161,17 +143,17 @@ def test_cut_traces():
         full = analyze_run(t, "--json", "-")
         check_eq(full.rc, 0, "full trace: exit status")
         full = json.loads(full.out)
-        ch = chunks(data)
+        ch = trace_chunks(data)
         check(len(ch) >= 3, f"the simulator's trace has {len(ch)} frames; "
               "the test needs at least 3 (2 of events and the end)")
         off, cs = ch[1]
-        at_boundary = incomplete(write(d, "boundary", data[:off]),
+        at_boundary = incomplete(write_file(d, "boundary", data[:off]),
                                  "cut between frames", "no end record")
-        mid = incomplete(write(d, "mid", data[:off + 12 + cs // 2]),
+        mid = incomplete(write_file(d, "mid", data[:off + 12 + cs // 2]),
                          "cut inside a frame", "cut inside a frame")
-        in_header = incomplete(write(d, "inhdr", data[:off + 6]),
+        in_header = incomplete(write_file(d, "inhdr", data[:off + 6]),
                                "cut inside a frame header", "cut inside a frame")
-        first = incomplete(write(d, "first", data[:ch[0][0] + 100]),
+        first = incomplete(write_file(d, "first", data[:ch[0][0] + 100]),
                            "cut inside the first frame", "cut inside a frame")
         check_eq(first["trace"]["events"], 0, "cut inside the first frame: events")
         n = at_boundary["trace"]["events"]

@@ -13,6 +13,7 @@ import resource
 import signal
 import subprocess
 import sys
+import struct
 import tempfile
 import time
 import traceback
@@ -364,6 +365,30 @@ class Replay:
 
 def tmpdir():
     return tempfile.TemporaryDirectory(prefix="heapslope-test-")
+
+
+PREAMBLE = 16      # magic, format version, reserved, header length
+CHUNK_HEADER = 12  # "HSFR", compressed size, decompressed size
+
+
+def trace_chunks(data):
+    """(offset, compressed size) of each chunk of a trace's bytes."""
+    blen = struct.unpack_from("<I", data, 12)[0]
+    off, out = PREAMBLE + blen, []
+    while off < len(data):
+        check_eq(data[off:off + 4], b"HSFR", f"chunk magic at {off}")
+        cs = struct.unpack_from("<I", data, off + 4)[0]
+        out.append((off, cs))
+        off += CHUNK_HEADER + cs
+    return out
+
+
+def write_file(d, name, data):
+    """data written to d/name; returns the path."""
+    path = os.path.join(d, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 _baseline = None

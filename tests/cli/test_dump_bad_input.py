@@ -7,11 +7,10 @@ import os
 import random
 import struct
 
-from common import (HEAPSLOPE, check, check_eq, main, prog, record, run,
-                    sanitizer_report, tmpdir)
+from common import (CHUNK_HEADER, HEAPSLOPE, PREAMBLE, check, check_eq,
+                    main, prog, record, run, sanitizer_report, tmpdir,
+                    trace_chunks, write_file)
 
-PREAMBLE = 16
-CHUNK_HEADER = 12
 
 
 def bad(path, what, expect=None):
@@ -39,25 +38,6 @@ def real_trace(d):
         return f.read()
 
 
-def frames(data):
-    """(offset, length) of each chunk of a trace."""
-    blen = struct.unpack_from("<I", data, 12)[0]
-    off, out = PREAMBLE + blen, []
-    while off < len(data):
-        check_eq(data[off:off + 4], b"HSFR", f"chunk magic at {off}")
-        csize = struct.unpack_from("<I", data, off + 4)[0]
-        out.append((off, CHUNK_HEADER + csize))
-        off += CHUNK_HEADER + csize
-    return out
-
-
-def write(d, name, data):
-    path = os.path.join(d, name)
-    with open(path, "wb") as f:
-        f.write(data)
-    return path
-
-
 def test_missing_file():
     with tmpdir() as d:
         bad(os.path.join(d, "missing.hst"), "missing file", "cannot open")
@@ -71,13 +51,13 @@ def test_directory():
 def test_not_a_trace():
     rnd = random.Random(1234)
     with tmpdir() as d:
-        bad(write(d, "random.bin", bytes(rnd.getrandbits(8)
+        bad(write_file(d, "random.bin", bytes(rnd.getrandbits(8)
                                          for _ in range(100000))),
             "random bytes", "not a heapslope trace")
-        bad(write(d, "text.txt", b"just some text\nnot a trace at all\n" * 50),
+        bad(write_file(d, "text.txt", b"just some text\nnot a trace at all\n" * 50),
             "a text file", "not a heapslope trace")
-        bad(write(d, "empty", b""), "an empty file")
-        bad(write(d, "short", b"\x89HS"), "3 bytes of magic")
+        bad(write_file(d, "empty", b""), "an empty file")
+        bad(write_file(d, "short", b"\x89HS"), "3 bytes of magic")
 
 
 def test_truncated_header():
@@ -87,41 +67,44 @@ def test_truncated_header():
         check(blen > 10, f"header body of {blen} bytes")
         for cut in (8, 12, PREAMBLE - 1, PREAMBLE, PREAMBLE + blen // 2,
                     PREAMBLE + blen - 1):
-            bad(write(d, f"cut{cut}.hst", data[:cut]),
+            bad(write_file(d, f"cut{cut}.hst", data[:cut]),
                 f"trace cut at byte {cut} (header)", "truncated")
 
 
 def test_truncated_frame():
     with tmpdir() as d:
         data = real_trace(d)
-        fr = frames(data)
+        fr = trace_chunks(data)
         check(len(fr) >= 2, f"want a trace of several frames, got {len(fr)}")
-        off, length = fr[0]
+        off, cs = fr[0]
+        length = CHUNK_HEADER + cs
         for cut in (off + 5, off + CHUNK_HEADER + length // 2,
                     off + length - 1):
-            bad(write(d, f"frame{cut}.hst", data[:cut]),
+            bad(write_file(d, f"frame{cut}.hst", data[:cut]),
                 f"trace cut at byte {cut} (inside the first frame)",
                 "truncated")
-        off, length = fr[-1]
-        bad(write(d, "lastframe.hst", data[:off + length // 2]),
+        off, cs = fr[-1]
+        length = CHUNK_HEADER + cs
+        bad(write_file(d, "lastframe.hst", data[:off + length // 2]),
             "trace cut inside its last frame", "truncated")
 
 
 def test_corrupt_frame():
     with tmpdir() as d:
         data = bytearray(real_trace(d))
-        off, length = frames(bytes(data))[0]
+        off, cs = trace_chunks(bytes(data))[0]
+        length = CHUNK_HEADER + cs
         flipped = bytearray(data)
         flipped[off + CHUNK_HEADER + length // 2] ^= 0x55
-        bad(write(d, "flipped.hst", bytes(flipped)),
+        bad(write_file(d, "flipped.hst", bytes(flipped)),
             "a flipped byte in a frame", "corrupt")
         huge = bytearray(data)
         struct.pack_into("<I", huge, off + 8, 0xffffffff)
-        bad(write(d, "huge.hst", bytes(huge)), "a frame claiming 4 GiB",
+        bad(write_file(d, "huge.hst", bytes(huge)), "a frame claiming 4 GiB",
             "corrupt")
         hdr = bytearray(data)
         struct.pack_into("<I", hdr, 12, 0xfffffff0)
-        bad(write(d, "hugeheader.hst", bytes(hdr)), "a header claiming 4 GiB",
+        bad(write_file(d, "hugeheader.hst", bytes(hdr)), "a header claiming 4 GiB",
             "corrupt")
 
 
@@ -130,7 +113,7 @@ def test_future_version():
         data = bytearray(real_trace(d))
         check_eq(struct.unpack_from("<H", data, 8)[0], 1, "format version")
         data[8:10] = struct.pack("<H", 99)
-        bad(write(d, "v99.hst", bytes(data)), "format version 99",
+        bad(write_file(d, "v99.hst", bytes(data)), "format version 99",
             "version 99")
 
 
