@@ -47,16 +47,6 @@ static const struct argp_option options[] = {
 	{ 0 }
 };
 
-static int number(const char *s, long max, long *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < 0 || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct analyze_opts *o = state->input;
@@ -70,13 +60,13 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "%s", hs_last_error());
 		break;
 	case OPT_WARMUP:
-		if (number(arg, 1000000000L, &v))
+		if (parse_long(arg, 0, 1000000000L, &v))
 			argp_error(state, "--warmup: '%s' is not a batch count",
 				   arg);
 		o->a.warmup = v;
 		break;
 	case OPT_TOP:
-		if (number(arg, 1000000L, &v))
+		if (parse_long(arg, 0, 1000000L, &v))
 			argp_error(state, "--top: '%s' is not a count", arg);
 		o->a.top = (size_t)v;
 		break;

@@ -79,17 +79,6 @@ static const struct argp_option options[] = {
 	{ 0 }
 };
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static error_t parse(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;

@@ -7,6 +7,8 @@
 struct argp_state;
 int trace_arg(int key, char *arg, struct argp_state *state,
 	      const char **path);
+/* A decimal option value in [lo, hi]: 0, or -1 if s is not one. */
+int parse_long(const char *s, long lo, long hi, long *out);
 
 int cmd_record(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);

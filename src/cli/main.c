@@ -1,6 +1,9 @@
-/* heapslope: the command table and nothing else. */
+/* heapslope: the command table, and the argument parsers the commands
+ * share. */
 #include <argp.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -38,6 +41,17 @@ int trace_arg(int key, char *arg, struct argp_state *state,
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
+}
+
+int parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
 }
 
 static void usage(FILE *out)
