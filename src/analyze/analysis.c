@@ -415,10 +415,11 @@ static int rank(struct analysis *a, const struct analysis_opts *o,
 		struct stack_growth tmp = { .id = g->id };
 		if (g->id == UINT64_MAX)
 			continue;
-		if (add_frames(p->symbols, p->stacks, &tmp, 0))
-			return -1;
-		g->frames = tmp.frames;
+		int rc = add_frames(p->symbols, p->stacks, &tmp, 0);
+		g->frames = tmp.frames; /* freed with the pins, even on failure */
 		g->nframes = tmp.nframes;
+		if (rc)
+			return -1;
 	}
 	return 0;
 }

@@ -511,6 +511,10 @@ int heapmap_pins(struct heapmap *h, heapmap_find_fn find, void *ctx,
 {
 	uint64_t probes = 0;
 	h->npins = 0;
+	*out = h->pins;
+	*n = 0;
+	if (!h->glibc)
+		return 0; /* gaps mean nothing outside glibc's layout */
 	if (h->pin_index)
 		memset(h->pin_index, 0xff,
 		       (h->pin_mask + 1) * sizeof(*h->pin_index));

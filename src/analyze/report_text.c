@@ -411,7 +411,7 @@ int report_compare(FILE *o, struct analysis *const *v, size_t n)
 		if (a->has_rss_fit)
 			human(a->rss_fit.slope, rss, sizeof(rss));
 		if (a->has_decomposition) {
-			human(a->holes_fit.slope, ret, sizeof(ret));
+			human(a->retained_fit.slope, ret, sizeof(ret));
 			human(a->other_slope, other, sizeof(other));
 		}
 		if (a->has_mallinfo_fit)

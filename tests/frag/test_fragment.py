@@ -38,6 +38,14 @@ def slope(ys):
     return sum((x - mx) * (y - my) for x, y in enumerate(ys)) / sxx
 
 
+def shown_sizes(line):
+    """The sizes a side-by-side line shows (live, RSS, retained, other),
+    in bytes: '1.5 KiB', '498 B'."""
+    units = {"B": 1, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}
+    f = line.split()[3:]
+    return [float(f[i]) * units[f[i + 1]] for i in range(0, 8, 2)]
+
+
 def recorded(d, *opts, allocator=None, name="trace.hst"):
     """Records fragment OPTS --stats FILE: (report, native stats)."""
     stats = os.path.join(d, name + ".json")
@@ -144,6 +152,16 @@ def test_allocators():
                  if ln.strip().startswith(f"{a}.hst")]
         if len(lines) != 1 or a not in lines[0].split()[1]:
             fail(f"no line for {a} in the table:\n{table}")
+    # the glibc line's columns are the JSON report's figures
+    rep = next(x for x in reps if x["fragmentation"]["allocator"] == "glibc")
+    cols = shown_sizes(next(ln for ln in table.splitlines()
+                            if ln.strip().startswith("glibc.hst")))
+    dec = rep["fragmentation"]["decomposition"]
+    for name, got in zip(("live", "rss", "retained", "other"), cols):
+        want = dec[name + "_bytes_per_batch"]
+        check(abs(got - want) <= max(0.06 * 1024, 0.001 * abs(want)),
+              f"glibc line: {name} shows {got:.0f}, the report says "
+              f"{want:.0f}:\n{table}")
 
 
 if __name__ == "__main__":
