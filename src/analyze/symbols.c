@@ -68,36 +68,68 @@ extern char *__cxa_demangle(const char *, char *, size_t *, int *)
  * of one command): find_debuginfo gets no context of its own. */
 static const char *search_path;
 
-/* Whether a .gnu_debuglink file of file_name is where libdwfl's search
- * path (-:.debug:DIRS...) would find it. */
-static int debuglink_exists(const char *file_name, const char *link,
-			    const char *path)
+/* Whether cand (printed by snprintf, returning k) is a readable file. */
+static int readable(const char *cand, int k, size_t cap)
 {
-	char cand[PATH_MAX];
-	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
-	if (!link || !slash)
-		return 0;
-	int dl = (int)(slash - file_name);
-	const char *p = path && *path == '-' ? path + 1 : path;
-	while (p && *p) {
-		if (*p == ':')
-			p++;
-		int n = (int)strcspn(p, ":"), k;
-		if (n == 0) /* beside the file */
-			k = snprintf(cand, sizeof(cand), "%.*s/%s", dl,
-				     file_name, link);
-		else if (*p != '/') /* a subdirectory of the file's */
-			k = snprintf(cand, sizeof(cand), "%.*s/%.*s/%s", dl,
-				     file_name, n, p, link);
-		else /* the file's directory under an absolute one */
-			k = snprintf(cand, sizeof(cand), "%.*s%.*s/%s", n, p,
-				     dl, file_name, link);
-		if (k > 0 && (size_t)k < sizeof(cand) &&
-		    access(cand, R_OK) == 0)
-			return 1;
-		p += n;
+	return k > 0 && (size_t)k < cap && access(cand, R_OK) == 0;
+}
+
+/* Whether a separate debug file of file may lie where libdwfl's search
+ * path (-:.debug:DIRS) looks when it has no build-id match: its
+ * .gnu_debuglink name, else its basename + ".debug" or its basename,
+ * beside the file (an empty entry), in a subdirectory of the file's (a
+ * relative one), or under an absolute one followed by the file's
+ * directory or any shorter tail of it.  As many places as libdwfl's own
+ * search or more: when this says no, so would libdwfl's search. */
+static int debug_file_near(const char *file, const char *link,
+			   const char *path)
+{
+	char cand[PATH_MAX], dotdebug[PATH_MAX];
+	const char *slash = file ? strrchr(file, '/') : NULL;
+	if (!slash || !path)
+		return 1; /* cannot tell: let libdwfl look */
+	const char *names[2] = { link, NULL };
+	if (!link) {
+		snprintf(dotdebug, sizeof(dotdebug), "%s.debug", slash + 1);
+		names[0] = dotdebug;
+		names[1] = slash + 1;
 	}
-	return 0;
+	int dl = (int)(slash - file);
+	const char *p = *path == '-' ? path + 1 : path;
+	for (;;) { /* every entry, empty ones too */
+		int n = (int)strcspn(p, ":");
+		for (int i = 0; i < 2 && names[i]; i++) {
+			const char *name = names[i];
+			if (n == 0) { /* beside the file: not the file itself */
+				if (name != slash + 1 &&
+				    readable(cand, snprintf(cand, sizeof(cand),
+							    "%.*s/%s", dl, file,
+							    name),
+					     sizeof(cand)))
+					return 1;
+			} else if (*p != '/') {
+				if (readable(cand, snprintf(cand, sizeof(cand),
+							    "%.*s/%.*s/%s", dl,
+							    file, n, p, name),
+					     sizeof(cand)))
+					return 1;
+			} else {
+				for (const char *t = file; t && t <= slash;
+				     t = strchr(t + 1, '/'))
+					if (readable(cand,
+						     snprintf(cand, sizeof(cand),
+							      "%.*s%.*s/%s", n,
+							      p,
+							      (int)(slash - t),
+							      t, name),
+						     sizeof(cand)))
+						return 1;
+			}
+		}
+		if (!p[n])
+			return 0;
+		p += n + 1;
+	}
 }
 
 /* libdwfl's standard search, less its last resort: without
@@ -115,7 +147,11 @@ static int find_debuginfo(Dwfl_Module *mod, void **user, const char *name,
 					      file_name, link, crc, out);
 	if (fd >= 0)
 		return fd;
-	if (!debuglink_exists(file_name, link, search_path))
+	char real[PATH_MAX];
+	if (!debug_file_near(file_name, link, search_path) &&
+	    !(file_name && realpath(file_name, real) &&
+	      strcmp(real, file_name) != 0 &&
+	      debug_file_near(real, link, search_path)))
 		return -1;
 	return dwfl_standard_find_debuginfo(mod, user, name, base, file_name,
 					    link, crc, out);

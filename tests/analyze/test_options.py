@@ -2,6 +2,7 @@
 --batches, and bad values (one error line, exit 2)."""
 import json
 import os
+import shutil
 
 from analyze_common import (ALL_STACKS, HEAPSLOPE, analyze, analyze_run,
                             check, check_eq, functions, main, no_crash, prog,
@@ -193,6 +194,42 @@ def test_several_traces():
         check("missing.hst" in r.err.decode(), "the error names it")
 
 
+def test_debug_files():
+    """Separate debug files found by .gnu_debuglink: beside the binary, in
+    its .debug subdirectory, under --debuginfo-path DIR followed by the
+    binary's directory; without one the frames have no file and line."""
+    with tmpdir() as d:
+        bindir = os.path.join(d, "bin")
+        os.mkdir(bindir)
+        exe = os.path.join(bindir, "trainsim")
+        dbg = exe + ".debug"
+        shutil.copy(trainsim(), exe)
+        for argv in (["--only-keep-debug", exe, dbg], ["--strip-debug", exe],
+                     ["--add-gnu-debuglink=" + dbg, exe]):
+            r = run(["objcopy", *argv])
+            check_eq(r.rc, 0, "objcopy:\n" + r.describe())
+        t = record_trace([exe, "--batches", "6", "--ops", "2000"], d)
+        elsewhere = os.path.join(d, "elsewhere.debug")
+        os.rename(dbg, elsewhere)
+        dotdebug = os.path.join(bindir, ".debug")
+        os.mkdir(dotdebug)
+        under = os.path.join(d, "dbgroot")
+        os.makedirs(under + bindir)
+        places = ((dbg, ()), (os.path.join(dotdebug, "trainsim.debug"), ()),
+                  (under + dbg, ("--debuginfo-path", under)))
+        for place, opts in places:
+            os.rename(elsewhere, place)
+            top = analyze(t, *opts)["stacks"][0]["frames"][0]
+            check_eq((top["function"], os.path.basename(top["file"] or "")),
+                     ("leak_activation_history", "trainsim.c"),
+                     f"innermost frame with the debug file at {place}")
+            os.rename(place, elsewhere)
+        top = analyze(t)["stacks"][0]["frames"][0]
+        check_eq((top["function"], top["file"]),
+                 ("leak_activation_history", None),
+                 "innermost frame without a debug file (symbols only)")
+
+
 def test_bad_options():
     with tmpdir() as d:
         t = record_trace([prog("av_empty")], d)
@@ -226,4 +263,4 @@ def test_bad_options():
 
 if __name__ == "__main__":
     main([test_top, test_group_by_site, test_warmup, test_batches,
-          test_several_traces, test_bad_options])
+          test_several_traces, test_debug_files, test_bad_options])
