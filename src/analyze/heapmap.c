@@ -215,6 +215,7 @@ touch(struct heapmap *h, struct region *r, uint64_t p0, uint64_t p1,
 	if (__builtin_expect(p1 + 1 >= r->hi || !r->occupied, 0) &&
 	    (!r->occupied || !c[r->hi - 1])) {
 		uint64_t old = r->hi ? r->hi - r->lo : 0;
+		int was_live = r->hi != 0; /* not when the trace is wrong */
 		if (!r->occupied) {
 			r->hi = 0;
 		} else {
@@ -223,7 +224,7 @@ touch(struct heapmap *h, struct region *r, uint64_t p0, uint64_t p1,
 				p--;
 			r->hi = p + 1;
 		}
-		span_moved(h, r, old, 1);
+		span_moved(h, r, old, was_live);
 	}
 }
 
