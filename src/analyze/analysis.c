@@ -511,7 +511,7 @@ int analysis_parse_batches(const char *arg, struct analysis_opts *o)
 		return 0;
 	}
 	if (strncmp(arg, "time:", 5) != 0)
-		return hs_error("--batches: '%s' is neither 'marker' nor "
+		return hs_error("--batches: '%s' is not 'marker', 'auto' or "
 				"'time:DURATION'", arg);
 	char *end;
 	errno = 0;

@@ -30,9 +30,9 @@ static const struct argp_option options[] = {
 	  "Write the JSON report (heapslope-report(5)) to FILE; '-' writes it "
 	  "to stdout instead of the text report", 0 },
 	{ "batches", OPT_BATCHES, "SOURCE", 0,
-	  "'marker' (batch marks, the default) or 'time:DURATION' (fixed "
-	  "windows, e.g. time:1s, time:250ms); without marks in the trace, "
-	  "time windows are chosen automatically", 0 },
+	  "'marker' (batch marks), 'time:DURATION' (fixed windows, e.g. "
+	  "time:1s, time:250ms) or 'auto' (the default: batch marks, or time "
+	  "windows chosen automatically when the trace has no marks)", 0 },
 	{ "warmup", OPT_WARMUP, "N", 0,
 	  "Leave the first N batches out of the slopes (default: 10% of the "
 	  "batches, at most 5)", 0 },

@@ -64,7 +64,7 @@ enum hs_tag {
 	                        * hblkhd, uordblks, fordblks, keepcost; then
 	                        * with BRK: the end of the brk heap */
 	HS_REC_TIME = 0x09,    /* dtime(sv): ns since start of recording */
-	HS_REC_END = 0x0a,     /* reason, then HS_COUNT_MAX counters */
+	HS_REC_END = 0x0a,     /* reason, n, then n counters (HS_COUNT_*) */
 	HS_REC_EXIT = 0x0b,    /* wait status of the process, from `record` */
 	HS_REC_EXEC = 0x0c,    /* path(str): the process is about to exec */
 	HS_REC_ALLOC = 0x10,   /* | fn: size, stack, dptr(sv) */
