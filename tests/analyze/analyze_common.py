@@ -69,6 +69,17 @@ def analyze(trace, *opts, timeout=120, cwd=None, quiet=True):
         fail(f"analyze --json - printed no valid JSON ({e}):\n" + r.describe())
 
 
+def slope(ys, first=0):
+    """Least-squares slope of ys[first:] against the index, as the analyzer
+    fits a series against the batch number (the x offset does not change
+    it)."""
+    ys = ys[first:]
+    n = len(ys)
+    mx, my = (n - 1) / 2, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in range(n))
+    return sum((x - mx) * (y - my) for x, y in enumerate(ys)) / sxx
+
+
 def record_trace(cmd, d, name="trace.hst"):
     return record(cmd, d, output=name).trace()
 

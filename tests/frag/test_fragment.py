@@ -16,8 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "analyze"))
 
 from analyze_common import (analyze, analyze_run, check, check_eq,  # noqa: E402
-                            fail, functions, main, near, record, tmpdir,
-                            validate_report)
+                            fail, functions, main, near, record, slope,
+                            tmpdir, validate_report)
 
 FRAGMENT = os.environ.get("HEAPSLOPE_FRAGMENT", "")
 BATCHES = 40
@@ -29,13 +29,6 @@ def fragment():
     check(FRAGMENT and os.access(FRAGMENT, os.X_OK),
           f"HEAPSLOPE_FRAGMENT={FRAGMENT!r} is not an executable")
     return FRAGMENT
-
-
-def slope(ys):
-    n = len(ys)
-    mx, my = (n - 1) / 2, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in range(n))
-    return sum((x - mx) * (y - my) for x, y in enumerate(ys)) / sxx
 
 
 def shown_sizes(line):

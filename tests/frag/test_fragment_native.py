@@ -13,6 +13,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "analyze"))
+from analyze_common import slope  # noqa: E402
+
 FRAGMENT = os.environ.get("HEAPSLOPE_FRAGMENT", "")
 
 WARMUP = 4          # batches left out of the slopes
@@ -29,15 +33,6 @@ class TestFailure(Exception):
 def check(cond, msg):
     if not cond:
         raise TestFailure(msg)
-
-
-def slope(ys):
-    """Least-squares bytes per batch of ys against the batch index."""
-    n = len(ys)
-    mx = (n - 1) / 2
-    my = sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in range(n))
-    return sum((x - mx) * (y - my) for x, y in enumerate(ys)) / sxx
 
 
 def run_stats(*opts):

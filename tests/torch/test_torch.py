@@ -20,8 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "analyze"))
 
 from analyze_common import (analyze, check, check_eq, fail,  # noqa: E402
-                            functions, main, near, record, run, tmpdir,
-                            validate_report)
+                            functions, main, near, record, run, slope,
+                            tmpdir, validate_report)
 
 SCRIPT = os.environ.get("HEAPSLOPE_TORCH_SCRIPT", "")
 PYTHON = os.environ.get("HEAPSLOPE_TORCH_PYTHON", "/usr/bin/python3")
@@ -39,17 +39,6 @@ def torch_python():
              f"point HEAPSLOPE_TORCH_PYTHON at a Python that has it):\n" +
              r.describe())
     return PYTHON
-
-
-def slope(ys, first):
-    """Least squares of ys[first:] against the index, as the analyzer
-    fits its series against the batch number."""
-    pts = list(enumerate(ys))[first:]
-    n = len(pts)
-    mx = sum(x for x, _ in pts) / n
-    my = sum(y for _, y in pts) / n
-    return (sum((x - mx) * (y - my) for x, y in pts) /
-            sum((x - mx) ** 2 for x, _ in pts))
 
 
 def record_run(d, python, keep):
