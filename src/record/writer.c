@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "recorder.h"
@@ -186,9 +187,11 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 		if (sscanf(buf, "%lu %lu", &size, &resident) == 2)
 			*rss = (uint64_t)resident * (uint64_t)getpagesize();
 	}
-	/* the end of the brk heap: what glibc keeps at its top shows */
-	void *end = sbrk(0);
-	*brk = end == (void *)-1 ? 0 : (uint64_t)(uintptr_t)end;
+	/* the end of the brk heap: what glibc keeps at its top shows.  The
+	 * system call, not sbrk(0): that may set libc's own break variable,
+	 * unsynchronized with the program's sbrk calls */
+	long end = syscall(SYS_brk, 0);
+	*brk = end > 0 ? (uint64_t)end : 0;
 	*has_mi = hs_rec.has_mallinfo && with_mallinfo;
 	if (*has_mi)
 		*mi = mallinfo2();
