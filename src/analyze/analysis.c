@@ -121,7 +121,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 		}
 		if ((rc = reader_next(rd, &rec)) <= 0)
 			break;
-		/* times restart at 0 in a frame until its first time record */
+		/* the latest time seen (defensive: reader times only grow) */
 		if (rec.time_ns > now)
 			now = rec.time_ns;
 		while (src == BATCHES_TIME && now >= boundary) {

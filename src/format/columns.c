@@ -122,9 +122,10 @@ static int walk(unsigned tag, struct cursor *row_in, struct sink *row_out,
 	case HS_REC_SAMPLE:
 		if (F(REST) || F(REST) || FV(REST, &n))
 			return -1;
-		if (n & ~(uint64_t)(HS_SAMPLE_MALLINFO | HS_SAMPLE_BRK))
+		if (n & ~HS_SAMPLE_KNOWN)
 			return -1;
-		for (int i = 0; (n & HS_SAMPLE_MALLINFO) && i < 7; i++)
+		for (int i = 0; (n & HS_SAMPLE_MALLINFO) && i < HS_MALLINFO_FIELDS;
+		     i++)
 			if (F(REST))
 				return -1;
 		if ((n & HS_SAMPLE_BRK) && F(REST))
@@ -177,7 +178,7 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		*out.p++ = (uint8_t)tag;
 		/* the hot records inline, as in columns_encode */
 		int bad;
-		switch (tag & 0xf0) {
+		switch (HS_TAG_KIND(tag)) {
 		case HS_REC_ALLOC:
 			bad = copy_varint(&col[SIZES], &out) ||
 			      copy_varint(&col[STACKS], &out) ||
@@ -211,7 +212,7 @@ size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
 		unsigned tag = *in.p++;
 		*col[TAGS].p++ = (uint8_t)tag;
 		/* the hot records inline; everything else by the walk */
-		switch (tag & 0xf0) {
+		switch (HS_TAG_KIND(tag)) {
 		case HS_REC_ALLOC:
 			if (copy_varint(&in, &col[SIZES]) ||
 			    copy_varint(&in, &col[STACKS]) ||

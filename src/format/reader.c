@@ -589,7 +589,7 @@ int reader_next(struct hs_reader *r, struct hs_record *rec)
 		GET(has);
 		rec->has_mallinfo = (has & HS_SAMPLE_MALLINFO) != 0;
 		rec->brk = 0;
-		if (has & ~(uint64_t)(HS_SAMPLE_MALLINFO | HS_SAMPLE_BRK))
+		if (has & ~HS_SAMPLE_KNOWN)
 			goto corrupt; /* a newer writer's field */
 		if (has & HS_SAMPLE_MALLINFO) {
 			GET(rec->mi_arena);

@@ -79,6 +79,9 @@ enum hs_tag {
 
 /* What a sample record carries besides RSS. */
 enum hs_sample_flags { HS_SAMPLE_MALLINFO = 1, HS_SAMPLE_BRK = 2 };
+#define HS_SAMPLE_KNOWN ((uint64_t)(HS_SAMPLE_MALLINFO | HS_SAMPLE_BRK))
+/* mallinfo2 fields a sample carries with HS_SAMPLE_MALLINFO */
+#define HS_MALLINFO_FIELDS 7
 #define HS_TAG_FN(t) ((t) & 0x0f)
 
 /* The allocation function an event came from (low nibble of the tag). */

@@ -86,8 +86,3 @@ int anonmap_remove(uintptr_t start, size_t len)
 	}
 	return found;
 }
-
-void anonmap_clear(void)
-{
-	count = 0;
-}

@@ -10,6 +10,5 @@
 int anonmap_add(uintptr_t start, size_t len);
 /* Forgets [start, start+len); returns whether any of it was known. */
 int anonmap_remove(uintptr_t start, size_t len);
-void anonmap_clear(void);
 
 #endif
