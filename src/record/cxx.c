@@ -114,18 +114,14 @@ static void *resolve_op(enum op id, const void *caller)
 	void *f = __atomic_load_n(&reals[id], __ATOMIC_ACQUIRE);
 	if (__builtin_expect(f != NULL, 1))
 		return f;
-	/* the loader's lookups allocate (dlerror's text) and set errno:
-	 * neither is the program's */
-	struct tstate *t = &hs_thread;
-	int was = t->busy, e = errno;
-	t->busy = 1;
+	/* the loader's lookups set errno: not the program's */
+	int e = errno;
 	f = find_op(id, caller);
 	Dl_info info;
 	if (f && dladdr(f, &info) && info.dli_fname && info.dli_fname[0])
 		(void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (f)
 		__atomic_store_n(&reals[id], f, __ATOMIC_RELEASE);
-	t->busy = was;
 	errno = e;
 	return f;
 }

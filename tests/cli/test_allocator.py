@@ -313,22 +313,6 @@ def test_cxx_glibc():
             for e in evs:
                 rp.feed(e)
             check(not rp.errors, f"{what}: " + rp.error_text())
-        # a C++ library dlopen'ed RTLD_LOCAL: finding its operators must
-        # not show up as the program's allocations
-        lib = os.path.join(PROGRAMS, "libhscxxnew.so")
-        n = 11
-        env = dict(os.environ)
-        env.pop("CXXNEW_THROW", None)
-        what = f"dlopener libhscxxnew.so {n} on glibc"
-        t0, t = (record([prog("dlopener"), lib, str(k)], d, env=env,
-                        output=f"dl{k}-glibc.hst").trace() for k in (0, n))
-        check_eq(dump_stats(t)["allocations"] - dump_stats(t0)["allocations"],
-                 16 * n, f"{what}: allocations")
-        evs, _ = load(t)
-        rp = Replay()
-        for e in evs:
-            rp.feed(e)
-        check(not rp.errors, f"{what}: " + rp.error_text())
 
 
 def test_cxx():
