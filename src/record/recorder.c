@@ -118,14 +118,33 @@ static uint32_t intern_path(struct tstate *t, const uintptr_t *ips, int n,
 	return n ? ids[0] : 0;
 }
 
+/* Four lanes, each a multiply-xorshift chain over every fourth address,
+ * so that their multiplications overlap instead of waiting on each other
+ * (the hash of every allocation's stack is on the hot path). */
+#define HASH_M 0xff51afd7ed558ccdull
+static inline uint64_t lane(uint64_t h, uint64_t ip)
+{
+	h = (h ^ ip) * HASH_M;
+	return h ^ (h >> 29);
+}
+
 static inline uint64_t stack_hash(const uintptr_t *ips, int n)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-	for (int i = 0; i < n; i++) {
-		h = (h ^ ips[i]) * 0xff51afd7ed558ccdull;
-		h ^= h >> 29;
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+	uint64_t b = 0xc2b2ae3d27d4eb4full, c = 0x165667b19e3779f9ull;
+	uint64_t d = 0x85ebca77c2b2ae63ull;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		a = lane(a, ips[i]);
+		b = lane(b, ips[i + 1]);
+		c = lane(c, ips[i + 2]);
+		d = lane(d, ips[i + 3]);
 	}
-	return h;
+	for (; i < n; i++)
+		a = lane(a, ips[i]);
+	uint64_t h = a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^
+		     (d << 47 | d >> 17);
+	return lane(h, 0);
 }
 
 /* Lock held.  A program allocates from few distinct stacks, over and over:
@@ -555,6 +574,7 @@ static int write_header(unsigned options)
 
 static void start_clock(void)
 {
+	hs_rec.mallinfo_next_ns = 0; /* times are from the start */
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	hs_rec.start_ns =
@@ -644,6 +664,8 @@ void recorder_init(int argc, char **argv)
 	R->record_mmap = (int)env_long("HEAPSLOPE_MMAP", 0, 0, 1);
 	const char *alloc = getenv("HEAPSLOPE_ALLOCATOR");
 	R->has_mallinfo = !alloc || !*alloc || strcmp(alloc, "glibc") == 0;
+	R->mallinfo = (int)env_long("HEAPSLOPE_MALLINFO", MALLINFO_AUTO, 0,
+				    MALLINFO_ALWAYS);
 	start_clock();
 	if (unwind_init(getenv("HEAPSLOPE_UNWIND"))) {
 		hs_fail("unknown HEAPSLOPE_UNWIND method", 0);
