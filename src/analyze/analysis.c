@@ -267,8 +267,12 @@ static void fit_batches(const struct series *s, size_t from,
 	}
 	memset(out, 0, sizeof(*out));
 	*mean = 0;
-	/* RSS or allocator figures for only some batches: not comparable */
-	*has = m >= 2 && (what == FIT_RSS || !missing);
+	/* shape figures for only some batches: not comparable; RSS and
+	 * mallinfo2 may be missing at some marks (the recorder reads
+	 * mallinfo2 within a time budget) */
+	*has = m >= 2 && (what == FIT_RSS || what == FIT_HEAP ||
+			  what == FIT_IN_USE || what == FIT_HEAP_FREE ||
+			  !missing);
 	if (!m)
 		return;
 	my /= m;

@@ -134,11 +134,18 @@ static void decomposition(FILE *o, const struct analysis *a)
 			      sizeof(b1)),
 			a->allocator ? a->allocator : "the allocator");
 	}
-	if (a->has_mallinfo_fit)
-		fprintf(o, "  glibc's own view (mallinfo2 at the marks): in use "
-			   "%s, free %s\n",
-			human(a->in_use_fit.slope, b1, sizeof(b1)),
+	if (a->has_mallinfo_fit) {
+		size_t with = 0, all = 0;
+		for (size_t i = a->warmup; i < a->series.n; i++, all++)
+			with += a->series.v[i].has_heap_free;
+		char at[64] = "the marks";
+		if (with < all)
+			snprintf(at, sizeof(at), "%zu of %zu marks", with, all);
+		fprintf(o, "  glibc's own view (mallinfo2 at %s): in use %s, "
+			   "free %s\n",
+			at, human(a->in_use_fit.slope, b1, sizeof(b1)),
 			human(a->heap_free_fit.slope, b2, sizeof(b2)));
+	}
 	const struct batch *b = &a->series.v[a->series.n - 1];
 	if (a->glibc)
 	{

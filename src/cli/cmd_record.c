@@ -33,13 +33,14 @@ struct record_opts {
 	int force;
 	const char *unwind;
 	const char *allocator;
+	long mallinfo; /* 0 never, 1 auto, 2 at every mark */
 	const char *alloc_name; /* recorded in the header */
 	const char *alloc_lib;  /* preloaded under the recorder; "" for glibc */
 	char **cmd;
 };
 
 enum { OPT_INTERVAL = 1000, OPT_DEPTH, OPT_NO_FOLLOW, OPT_MMAP, OPT_KEEP_PY,
-       OPT_UNWIND, OPT_ALLOCATOR };
+       OPT_UNWIND, OPT_ALLOCATOR, OPT_MALLINFO };
 
 /* The allocators --allocator knows by name, with the Debian package that
  * ships each.  glibc needs no library. */
@@ -76,6 +77,10 @@ static const struct argp_option options[] = {
 	  "Run COMMAND on another malloc, underneath the recorder: glibc (the "
 	  "default), jemalloc, tcmalloc, mimalloc, or the path of a shared "
 	  "library", 0 },
+	{ "mallinfo", OPT_MALLINFO, "WHEN", 0,
+	  "When marks read glibc's mallinfo2: auto (the default: at every "
+	  "mark while that costs at most 2% of the run, else at evenly "
+	  "spaced marks), always, or never", 0 },
 	{ 0 }
 };
 
@@ -115,6 +120,17 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_ALLOCATOR:
 		o->allocator = arg; /* checked after parsing: one-line errors */
+		break;
+	case OPT_MALLINFO:
+		if (!strcmp(arg, "never"))
+			o->mallinfo = 0;
+		else if (!strcmp(arg, "auto"))
+			o->mallinfo = 1;
+		else if (!strcmp(arg, "always"))
+			o->mallinfo = 2;
+		else
+			argp_error(state, "--mallinfo takes auto, always or "
+					  "never, not '%s'", arg);
 		break;
 	case ARGP_KEY_ARG:
 		/* the command starts here: the rest is its own */
@@ -433,6 +449,8 @@ static void run_child(const struct record_opts *o, const char *lib,
 	setenv("HEAPSLOPE_DEPTH", num, 1);
 	setenv("HEAPSLOPE_FOLLOW", o->no_follow ? "0" : "1", 1);
 	setenv("HEAPSLOPE_MMAP", o->mmap ? "1" : "0", 1);
+	snprintf(num, sizeof(num), "%ld", o->mallinfo);
+	setenv("HEAPSLOPE_MALLINFO", num, 1);
 	if (o->unwind)
 		setenv("HEAPSLOPE_UNWIND", o->unwind, 1);
 	if (root_fd == -2) {
@@ -457,7 +475,7 @@ fail: {
 
 int cmd_record(int argc, char **argv)
 {
-	struct record_opts o = { .interval_ms = 100, .depth = 64 };
+	struct record_opts o = { .interval_ms = 100, .depth = 64, .mallinfo = 1 };
 	char lib[PATH_MAX], alloc[PATH_MAX], tmpl[PATH_MAX], root[PATH_MAX];
 	int root_fd = -1, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int rc = 1, status = 0;

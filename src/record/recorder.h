@@ -84,12 +84,16 @@ struct recorder {
 	int interval_ms;
 	int follow;
 	int record_mmap;
-	int has_mallinfo;
+	int has_mallinfo;    /* the allocator is glibc's */
+	int mallinfo;        /* MALLINFO_*: when marks read mallinfo2 */
+	uint64_t mallinfo_next_ns; /* auto: not before this time */
 	uint64_t start_ns; /* CLOCK_MONOTONIC at start */
 	int argc;
 	char **argv;
 };
 extern struct recorder hs_rec;
+
+enum { MALLINFO_NEVER, MALLINFO_AUTO, MALLINFO_ALWAYS };
 
 static inline int recorder_wants(const struct tstate *t)
 {

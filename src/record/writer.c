@@ -171,6 +171,32 @@ int flush_sync(const uint8_t *extra, size_t n)
 	return 0;
 }
 
+/* mallinfo2 walks every free chunk of every arena with the arena locked:
+ * on a fragmented heap that can take a millisecond, longer than a short
+ * batch.  In auto mode each call buys the right to the next one only
+ * after MALLINFO_SPACING times its own duration, so that it costs at most
+ * 1/MALLINFO_SPACING of the run: every mark of a program whose batches
+ * are long enough, evenly spaced marks otherwise.  Marks on several
+ * threads race on the times harmlessly (one extra call at worst). */
+#define MALLINFO_SPACING 50
+
+static int mallinfo_due(void)
+{
+	const struct recorder *R = &hs_rec;
+	if (!R->has_mallinfo || R->mallinfo == MALLINFO_NEVER)
+		return 0;
+	return R->mallinfo == MALLINFO_ALWAYS ||
+	       now_ns() >= __atomic_load_n(&R->mallinfo_next_ns,
+					   __ATOMIC_RELAXED);
+}
+
+static void mallinfo_spent(uint64_t start, uint64_t end)
+{
+	__atomic_store_n(&hs_rec.mallinfo_next_ns,
+			 end + MALLINFO_SPACING * (end - start),
+			 __ATOMIC_RELAXED);
+}
+
 void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 		 int with_mallinfo, uint64_t *brk)
 {
@@ -192,11 +218,14 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 	 * unsynchronized with the program's sbrk calls */
 	long end = syscall(SYS_brk, 0);
 	*brk = end > 0 ? (uint64_t)end : 0;
-	*has_mi = hs_rec.has_mallinfo && with_mallinfo;
-	if (*has_mi)
+	*has_mi = with_mallinfo && mallinfo_due();
+	if (*has_mi) {
+		uint64_t t0 = now_ns();
 		*mi = mallinfo2();
-	else
+		mallinfo_spent(t0, now_ns());
+	} else {
 		memset(mi, 0, sizeof(*mi));
+	}
 }
 
 void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,

@@ -144,12 +144,13 @@ def test_mix():
 
 
 def test_mallinfo_only_glibc():
-    """Marks sample mallinfo2 on glibc only: another allocator's blocks are
-    not in glibc's arena."""
+    """Marks sample mallinfo2 on glibc only, even when asked to at every
+    mark: another allocator's blocks are not in glibc's arena."""
     with tmpdir() as d:
         for name in ALLOCATORS:
             r = record([prog("counts"), "marks", "5"], d,
-                       opts=["--allocator", name, "--interval", "0"],
+                       opts=["--allocator", name, "--interval", "0",
+                             "--mallinfo=always"],
                        output=f"marks-{name}.hst")
             samples = [ln for ln in dump_lines(r.trace())
                        if " sample " in ln]
