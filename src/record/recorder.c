@@ -223,12 +223,21 @@ static void stack_event(unsigned tag, unsigned fn, const void *ptr,
 	struct tstate *t = &hs_thread;
 	uintptr_t ips[HS_DEPTH_MAX];
 	int n = unwind_capture(ips, R->depth);
+	uint64_t *memo = unwind_memo();
 	int fresh = 0;
 	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(event_bound(n)) : NULL;
 	if (p) {
 		p = thread_prefix(t, p);
-		uint32_t id = intern(t, ips, n, &p, &fresh);
+		/* the unwinder keeps this place's stack id for us: no hash */
+		uint32_t id;
+		if (memo && *memo >> 32 == R->gen) {
+			id = (uint32_t)*memo;
+		} else {
+			id = intern(t, ips, n, &p, &fresh);
+			if (memo && id)
+				*memo = (uint64_t)R->gen << 32 | id;
+		}
 		if (tag == HS_REC_ALLOC) {
 			if (fn == HS_FN_MMAP)
 				anonmap_add((uintptr_t)ptr, size);

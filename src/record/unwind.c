@@ -87,6 +87,11 @@ static int libunwind_capture(uintptr_t *ips, int max)
 	return out;
 }
 
+uint64_t *unwind_memo(void)
+{
+	return method == UNWIND_FAST ? unwind_fast_memo() : NULL;
+}
+
 int unwind_capture(uintptr_t *ips, int max)
 {
 	if (max > HS_DEPTH_MAX)

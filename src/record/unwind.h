@@ -20,6 +20,11 @@ int unwind_init(const char *name);
 const char *unwind_name(void);
 /* Up to max return addresses into ips; returns how many. */
 int unwind_capture(uintptr_t *ips, int max);
+/* A word the caller may keep with the stack the calling thread's last
+ * capture returned: it reads the same at later captures that return the
+ * same stack, whatever max they ask for, and is 0 again once the stack
+ * at that place may differ.  NULL when the last capture offers none. */
+uint64_t *unwind_memo(void);
 
 /* The address range a loaded object's PT_LOAD segments cover. */
 void unwind_module_range(const struct dl_phdr_info *info, uintptr_t *lo,

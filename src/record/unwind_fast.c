@@ -62,6 +62,27 @@ struct own {
 	uintptr_t rbp_off;   /* where the caller's RBP was saved; 0: in RBP */
 };
 
+/* Whole walks made before, filed under their first frame.  A program
+ * allocates from a limited set of places, again and again; coming back to
+ * one, the walk made there before is the answer if every word it read
+ * still holds what it read (the argument of the kept walk: a walk is a
+ * function of its starting state and of the words it reads).  Checking
+ * that costs a load and a compare per frame, no rule lookup, no step.
+ * Only walks that reached the outermost frame are filed, up to
+ * RECENT_FRAMES deep; the table is mapped with the shadow and only the
+ * entries used become resident. */
+#define FP_LIVE 4 /* in a filed walk: the RBP this frame read is used */
+#define RECENT 1024
+#define RECENT_FRAMES 20
+struct recent {
+	uint32_t n;       /* frames; 0: empty */
+	uint16_t fp_used; /* the walk used the first frame's RBP */
+	uint16_t old;     /* first of a set: the entry used last is the
+			   * second */
+	uint64_t memo;    /* the caller's word for this stack (unwind.h) */
+	struct kframe f[RECENT_FRAMES]; /* outermost first, as keep */
+};
+
 struct shadow {
 	uintptr_t lo, hi; /* the thread's stack; hi == 0: not known yet */
 	int bad;          /* bounds unavailable: always fall back */
@@ -76,6 +97,8 @@ struct shadow {
 	struct own own[OWN_WAYS];
 	int own_next;   /* the way to replace */
 	struct unwind_fast_stats st;
+	uint64_t *memo; /* of the last capture, or NULL */
+	struct recent recent[RECENT];
 };
 /* Mapped on a thread's first capture, unmapped when it exits: static TLS
  * this large would shrink every thread's stack, or stop threads with a
@@ -98,6 +121,11 @@ int unwind_fast_init(void)
 #else
 	return -1;
 #endif
+}
+
+uint64_t *unwind_fast_memo(void)
+{
+	return shadow > SHADOW_GONE ? shadow->memo : NULL;
 }
 
 void unwind_fast_stats(struct unwind_fast_stats *s)
@@ -345,6 +373,97 @@ static int skip_own(const struct shadow *sh, uintptr_t span,
 	return 0;
 }
 
+/* The set of two entries a walk beginning at slot is filed in. */
+static inline struct recent *recent_set(struct shadow *sh, uintptr_t slot,
+					uintptr_t ip)
+{
+	uint64_t h = (slot ^ ip * 0xff51afd7ed558ccdull) * 0x9e3779b97f4a7c15ull;
+	return &sh->recent[(h >> 40 & (RECENT / 2 - 1)) * 2];
+}
+
+static inline int recent_is(const struct recent *r, uintptr_t slot,
+			    uintptr_t ip)
+{
+	return r->n && r->f[r->n - 1].slot == slot && r->f[r->n - 1].ip == ip;
+}
+
+/* The walk filed under the frame at slot, checked against the stack now:
+ * its output count, or -1 if there is none or it does not hold. */
+static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
+		  uintptr_t fp)
+{
+	uintptr_t ip = load(slot);
+	struct recent *set = recent_set(sh, slot, ip), *r = set;
+	if (!recent_is(r, slot, ip) && !recent_is(++r, slot, ip))
+		return -1;
+	uint32_t n = r->n;
+	if (r->fp_used && r->f[n - 1].fp != fp)
+		return -1;
+	const uintptr_t lo = w->lo, span = w->span;
+	/* outermost first, as outer_intact: slots lie between this walk's
+	 * first slot and the stack's end, as they did when read */
+	for (uint32_t m = 0; m < n; m++) {
+		const struct kframe *f = &r->f[m];
+		uintptr_t at = f->rbp_at & ~(uintptr_t)FLAGS;
+		if (load(f->slot) != f->ip)
+			return -1;
+		if ((f->rbp_at & FP_LIVE) &&
+		    (at - lo > span || load(at) != f[-1].fp))
+			return -1;
+	}
+	int out = 0;
+	uint32_t m = n;
+	while (m > 0) {
+		uintptr_t fip = r->f[--m].ip;
+		if (out == 0 && fip >= w->self_lo && fip < w->self_hi)
+			continue;
+		if (out == w->max)
+			return -1; /* cut short: not the filed stack */
+		w->ips[out++] = fip;
+	}
+	set[0].old = r != set;
+	sh->memo = &r->memo;
+	sh->st.recalled++;
+	return out;
+}
+
+/* Files the kept walk, which began at slot, if it is whole. */
+static void remember(struct shadow *sh)
+{
+	uint32_t n = (uint32_t)sh->n;
+	if (!sh->complete || n < 1 || n > RECENT_FRAMES)
+		return;
+	const struct kframe *first = &sh->keep[n - 1];
+	struct recent *set = recent_set(sh, first->slot, first->ip);
+	/* the entry of this place if it went stale, else the one not used
+	 * last */
+	struct recent *r = recent_is(&set[1], first->slot, first->ip) ||
+					   (!recent_is(set, first->slot, first->ip) &&
+					    !set[0].old)
+				   ? &set[1]
+				   : set;
+	set[0].old = r != set;
+	for (uint32_t m = 0; m < n; m++)
+		if (sh->keep[m].rbp_at & DYNAMIC)
+			return; /* code that may be unloaded: not for long */
+	memcpy(r->f, sh->keep, n * sizeof(*r->f));
+	/* an RBP read matters only if a frame further out has an RBP-based
+	 * CFA before RBP is read again: the outermost frame of a whole walk
+	 * was stepped (to its end), so nothing beyond it does */
+	int used = 0; /* frame m-1's RBP is used */
+	for (uint32_t m = 0; m < n; m++) {
+		struct kframe *f = &r->f[m];
+		int reloads = (f->rbp_at & ~(uintptr_t)FLAGS) != 0;
+		if (reloads && used)
+			f->rbp_at |= FP_LIVE;
+		used = (f->rbp_at & CFA_RBP) || (!reloads && used);
+	}
+	r->n = n;
+	r->fp_used = (uint16_t)used;
+	r->memo = 0;
+	sh->memo = &r->memo;
+}
+
 /* Steps outwards from the frame whose return address sits in slot, with
  * fp its RBP; returns the output count, or -1.  The hot state lives in
  * locals: stack reads could alias anything else. */
@@ -474,6 +593,7 @@ hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 	if (unlikely(sh <= SHADOW_GONE) &&
 	    (sh == SHADOW_GONE || !(sh = shadow_get())))
 		return -1;
+	sh->memo = NULL;
 	sh->st.captures++;
 	if (unlikely(!sh->hi) && !sh->bad)
 		bounds(sh);
@@ -494,10 +614,15 @@ hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 	w.ok = 0;
 	w.bad = w.dyn = sh->n;
 	skip_own(sh, w.span, &slot, &fp);
-	int n = walk_from(sh, &w, slot, fp);
+	int n = recall(sh, &w, slot, fp);
+	if (n >= 0)
+		return n;
+	n = walk_from(sh, &w, slot, fp);
 	if (n < 0) {
 		sh->n = 0;
 		sh->st.fallbacks++;
+	} else {
+		remember(sh);
 	}
 	return n;
 }

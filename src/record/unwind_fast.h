@@ -14,11 +14,15 @@ int unwind_fast_init(void);
 int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
 			uintptr_t self_hi);
 
+/* See unwind_memo(). */
+uint64_t *unwind_fast_memo(void);
+
 /* Counters of the calling thread, for tests and benchmarks. */
 struct unwind_fast_stats {
 	uint64_t captures;  /* calls of unwind_fast_capture */
 	uint64_t fallbacks; /* of which returned -1 */
 	uint64_t reused;    /* of which copied an outer part */
+	uint64_t recalled;  /* of which took a whole walk filed before */
 };
 void unwind_fast_stats(struct unwind_fast_stats *s);
 

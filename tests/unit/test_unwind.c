@@ -273,6 +273,42 @@ static NOINLINE void stale(void)
 	}
 }
 
+/* One first frame, two ways to it: twin_x and twin_y have one frame size
+ * and are called from one place, so every frame from compare_max inwards
+ * sits at the same address with the same return address on both paths,
+ * and only twin_inner's return address tells them apart.  A walk filed
+ * under that first frame on one path must not be taken on the other. */
+static NOINLINE int twin_inner(void)
+{
+	int r = compare();
+	BARRIER();
+	return r;
+}
+
+static NOINLINE int twin_x(void)
+{
+	volatile int k = 1;
+	int r = twin_inner();
+	BARRIER();
+	return r + k;
+}
+
+static NOINLINE int twin_y(void)
+{
+	volatile int k = 2;
+	int r = twin_inner();
+	BARRIER();
+	return r + k;
+}
+
+static int (*volatile twin[2])(void) = { twin_x, twin_y };
+
+static NOINLINE void twins(void)
+{
+	for (int i = 0; i < 8; i++)
+		twin[i % 3 == 1]();
+}
+
 /* truncated captures: fewer frames asked for than the stack has */
 static NOINLINE int rec_trunc(int d, int max)
 {
@@ -334,6 +370,8 @@ static void run_all(void)
 		through_dlopen();
 	where = "stale return addresses";
 	stale();
+	where = "one first frame, two paths";
+	twins();
 	where = "truncated";
 	for (int d = 1; d <= 40; d += 3)
 		for (int max = 1; max <= 12; max += 5)
@@ -363,6 +401,19 @@ static NOINLINE void check_reuse(void)
 	if (after.reused - before.reused < 2) {
 		fprintf(stderr, "FAIL no reuse (%llu)\n",
 			(unsigned long long)(after.reused - before.reused));
+		failures++;
+	}
+	/* the same stack again: its whole walk is taken from the file of
+	 * recent walks, and still equals libunwind's */
+	unwind_fast_stats(&before);
+	where = "recalled";
+	rec_o2(8);
+	rec_o2(8);
+	twins();
+	unwind_fast_stats(&after);
+	if (after.recalled - before.recalled < 4) {
+		fprintf(stderr, "FAIL no recalled walks (%llu)\n",
+			(unsigned long long)(after.recalled - before.recalled));
 		failures++;
 	}
 }
