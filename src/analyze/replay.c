@@ -1,8 +1,10 @@
 #include "replay.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/bigmem.h"
 #include "format/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
@@ -17,7 +19,7 @@ struct replay *replay_create(struct stacks *stacks, struct series *series,
 	struct replay *r = calloc(1, sizeof(*r));
 	if (r) {
 		r->mask = 1023;
-		r->tab = calloc(r->mask + 1, sizeof(*r->tab));
+		r->tab = bigmem_zalloc((r->mask + 1) * sizeof(*r->tab));
 	}
 	if (!r || !r->tab) {
 		replay_destroy(r);
@@ -34,7 +36,7 @@ void replay_destroy(struct replay *r)
 {
 	if (!r)
 		return;
-	free(r->tab);
+	bigmem_free(r->tab, (r->mask + 1) * sizeof(*r->tab));
 	free(r);
 }
 
@@ -47,7 +49,9 @@ static inline size_t hash(uint64_t addr, size_t mask)
 static int grow(struct replay *r)
 {
 	size_t cap = (r->mask + 1) * 2;
-	struct replay_block *t = calloc(cap, sizeof(*t));
+	struct replay_block *t = cap <= SIZE_MAX / sizeof(*t)
+					 ? bigmem_zalloc(cap * sizeof(*t))
+					 : NULL;
 	if (!t)
 		return hs_error("out of memory for %zu live blocks", r->used);
 	for (size_t i = 0; i <= r->mask; i++) {
@@ -58,7 +62,7 @@ static int grow(struct replay *r)
 			h = (h + 1) & (cap - 1);
 		t[h] = r->tab[i];
 	}
-	free(r->tab);
+	bigmem_free(r->tab, (r->mask + 1) * sizeof(*r->tab));
 	r->tab = t;
 	r->mask = cap - 1;
 	return 0;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/bigmem.h"
 #include "format/error.h"
 #include "symbols.h"
 
@@ -69,7 +70,7 @@ static int reserve(void *v, size_t *cap, size_t n, size_t size)
 	if (n < *cap)
 		return 0;
 	size_t c = *cap ? *cap * 2 : 64;
-	void *nv = realloc(*(void **)v, c * size);
+	void *nv = bigmem_realloc(*(void **)v, *cap * size, c * size);
 	if (!nv)
 		return -1;
 	*(void **)v = nv;
@@ -100,9 +101,9 @@ void stacks_destroy(struct stacks *s)
 {
 	if (!s)
 		return;
-	free(s->nodes);
-	free(s->slots);
-	free(s->sites);
+	bigmem_free(s->nodes, s->nnodes * sizeof(*s->nodes));
+	bigmem_free(s->slots, s->slots_cap * sizeof(*s->slots));
+	bigmem_free(s->sites, s->sites_cap * sizeof(*s->sites));
 	free(s->site_index);
 	free(s);
 }
@@ -118,7 +119,8 @@ int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip)
 		size_t n = s->nnodes, cap = n;
 		while (cap <= id)
 			cap *= 2;
-		struct node *v = realloc(s->nodes, cap * sizeof(*v));
+		struct node *v = bigmem_realloc(s->nodes, n * sizeof(*v),
+						cap * sizeof(*v));
 		if (!v)
 			return hs_error("out of memory");
 		for (size_t i = n; i < cap; i++)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "bigmem.h"
 #include "columns.h"
 #include "error.h"
 #include "varint.h"
@@ -261,15 +262,21 @@ uint64_t reader_chunks(const struct hs_reader *r)
 	return r->chunks;
 }
 
+/* A chunk buffer of at least need bytes, its contents not kept: whole
+ * huge pages, filled in one fault each, and room for the next chunks
+ * (the recorder writes them of about 2 MiB). */
 static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
+	const size_t huge = 2u << 20;
 	if (need <= *cap)
 		return 0;
-	uint8_t *b = realloc(*buf, need);
+	size_t want = (need + huge - 1) & ~(huge - 1);
+	uint8_t *b = bigmem_zalloc(want);
 	if (!b)
 		return -1;
+	bigmem_free(*buf, *cap);
 	*buf = b;
-	*cap = need;
+	*cap = want;
 	return 0;
 }
 
@@ -339,9 +346,9 @@ static int chunk_load(FILE *f, const char *path, uint64_t offset,
 
 static void chunk_free(struct chunk *c)
 {
-	free(c->cbuf);
-	free(c->ubuf);
-	free(c->rbuf);
+	bigmem_free(c->cbuf, c->ccap);
+	bigmem_free(c->ubuf, c->ucap);
+	bigmem_free(c->rbuf, c->rcap);
 }
 
 static void *prefetch_run(void *arg)
