@@ -11,6 +11,7 @@
 #include "format/columns.h"
 #include "format/encoder.h"
 #include "format/error.h"
+#include "format/bigmem.h"
 #include "format/reader.h"
 #include "format/varint.h"
 
@@ -310,8 +311,52 @@ static void test_prefetch(void)
 	}
 }
 
+/* bigmem: zeroed, huge-page aligned past the threshold, and grown with
+ * its contents kept and the rest zeroed, across the threshold too. */
+static void test_bigmem(void)
+{
+	size_t sizes[] = { 1, 4096, BIGMEM_MIN - 8, BIGMEM_MIN, 3u << 20 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		uint8_t *p = bigmem_zalloc(sizes[i]);
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		size_t nonzero = 0;
+		for (size_t k = 0; k < sizes[i]; k++)
+			nonzero += p[k] != 0;
+		CHECK(nonzero == 0);
+		if (sizes[i] >= BIGMEM_MIN)
+			CHECK(((uintptr_t)p & ((2u << 20) - 1)) == 0);
+		memset(p, 0x5a, sizes[i]);
+		bigmem_free(p, sizes[i]);
+	}
+	size_t cap = 1000;
+	uint8_t *v = bigmem_zalloc(cap);
+	CHECK(v != NULL);
+	for (size_t k = 0; v && k < cap; k++)
+		v[k] = (uint8_t)(k * 7);
+	while (v && cap < (5u << 20)) {
+		uint8_t *n = bigmem_realloc(v, cap, cap * 3);
+		CHECK(n != NULL);
+		if (!n)
+			break;
+		size_t bad = 0;
+		for (size_t k = 0; k < cap; k++)
+			bad += n[k] != (uint8_t)(k * 7);
+		for (size_t k = cap; k < cap * 3; k++)
+			bad += n[k] != 0;
+		CHECK(bad == 0);
+		for (size_t k = cap; k < cap * 3; k++)
+			n[k] = (uint8_t)(k * 7);
+		v = n;
+		cap *= 3;
+	}
+	bigmem_free(v, cap);
+}
+
 int main(void)
 {
+	test_bigmem();
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
