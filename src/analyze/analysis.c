@@ -340,9 +340,9 @@ static int copy_pins(struct analysis *a, const struct pass *p)
 	a->npins = n;
 	for (size_t i = 0; i < n; i++) {
 		struct pin_group *g = &a->pins[i];
-		g->id = pins[i].slot == UINT32_MAX
-				? UINT64_MAX
-				: stacks_slot_id(p->stacks, pins[i].slot);
+		g->id = pins[i].slot == HEAPMAP_NOT_FOUND  ? PIN_NOT_FOUND
+			: pins[i].slot == HEAPMAP_UNPROBED ? PIN_UNPROBED
+			: stacks_slot_id(p->stacks, pins[i].slot);
 		g->pinned_bytes = pins[i].pinned_bytes;
 		g->blocks = pins[i].blocks;
 		g->live_bytes = pins[i].live_bytes;
@@ -417,7 +417,7 @@ static int rank(struct analysis *a, const struct analysis_opts *o,
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		struct pin_group *g = &a->pins[i];
 		struct stack_growth tmp = { .id = g->id };
-		if (g->id == UINT64_MAX)
+		if (g->id >= PIN_UNPROBED)
 			continue;
 		int rc = add_frames(p->symbols, p->stacks, &tmp, 0);
 		g->frames = tmp.frames; /* freed with the pins, even on failure */

@@ -18,8 +18,10 @@ struct symbols;
 
 /* The blocks of one stack that pin gaps of the heap (heapmap.h), at the
  * last batch end. */
+#define PIN_NOT_FOUND UINT64_MAX      /* no block: an inconsistent trace */
+#define PIN_UNPROBED (UINT64_MAX - 1) /* not looked up: too many gaps */
 struct pin_group {
-	uint64_t id;           /* stack id; UINT64_MAX: block not found */
+	uint64_t id;           /* stack id, or PIN_NOT_FOUND, PIN_UNPROBED */
 	uint64_t pinned_bytes; /* whole free pages held below the blocks */
 	uint64_t blocks, live_bytes;
 	struct frame *frames;  /* the first `pins_shown` groups */

@@ -453,7 +453,8 @@ static struct heapmap_pin *pin_of(struct heapmap *h, uint32_t slot)
 }
 
 /* The lowest live block starting in page p, found by probing the replay
- * at every possible block address of the page. */
+ * at every possible block address of the page.  Past PROBES_MAX probes
+ * at one batch end, gaps are attributed to HEAPMAP_UNPROBED. */
 static uint32_t lowest_block(const struct heapmap *h, uint64_t p,
 			     heapmap_find_fn find, void *ctx, uint64_t *size,
 			     uint64_t *probes)
@@ -461,13 +462,15 @@ static uint32_t lowest_block(const struct heapmap *h, uint64_t p,
 	const uint64_t step = h->glibc ? 16 : 8;
 	uint64_t a = p << h->page_shift, end = a + h->page_size;
 	uint32_t slot;
-	for (; a < end && *probes < PROBES_MAX; a += step) {
+	*size = 0;
+	if (*probes >= PROBES_MAX)
+		return HEAPMAP_UNPROBED;
+	for (; a < end; a += step) {
 		++*probes;
 		if (find(ctx, a, &slot, size))
 			return slot;
 	}
-	*size = 0;
-	return NOT_FOUND;
+	return HEAPMAP_NOT_FOUND;
 }
 
 /* Gaps of one region: runs of empty pages in [lo, hi). */

@@ -39,7 +39,9 @@ struct heapmap_state {
 
 /* The blocks of one stack that hold gaps open. */
 struct heapmap_pin {
-	uint32_t slot;         /* stacks_ref() slot; UINT32_MAX: not found */
+	uint32_t slot;         /* stacks_ref() slot, or one of: */
+#define HEAPMAP_NOT_FOUND UINT32_MAX /* no block there: inconsistent */
+#define HEAPMAP_UNPROBED (UINT32_MAX - 1) /* past the probe budget */
 	uint64_t pinned_bytes; /* the gaps below them */
 	uint64_t blocks, live_bytes;
 };

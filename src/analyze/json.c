@@ -344,7 +344,7 @@ static cJSON *fragmentation(const struct analysis *a)
 		num(o, "pinned_bytes", (double)g->pinned_bytes);
 		num(o, "blocks", (double)g->blocks);
 		num(o, "live_bytes", (double)g->live_bytes);
-		num_if(o, "stack_id", g->id != UINT64_MAX, (double)g->id);
+		num_if(o, "stack_id", g->id < PIN_UNPROBED, (double)g->id);
 		struct stack_growth tmp = { .frames = g->frames,
 					    .nframes = g->nframes };
 		cJSON_AddItemToObject(o, "frames", frames(&tmp));

@@ -368,8 +368,11 @@ static void pinning(FILE *o, const struct analysis *a)
 			g->blocks, human((double)g->live_bytes, b2, sizeof(b2)));
 		struct stack_growth tmp = { .frames = g->frames,
 					    .nframes = g->nframes };
-		if (g->id == UINT64_MAX)
+		if (g->id == PIN_NOT_FOUND)
 			fprintf(o, "      (block not found: inconsistent trace)\n");
+		else if (g->id == PIN_UNPROBED)
+			fprintf(o, "      (blocks not looked up: more gaps than the "
+				   "analyzer examines at one batch end)\n");
 		else
 			frames(o, &tmp, "      ");
 	}

@@ -182,10 +182,49 @@ static void test_regions(void)
 	heapmap_destroy(h);
 }
 
+/* Blocks at the last 16 bytes of every even page: finding each one
+ * probes its whole page. */
+static int find_last(void *ctx, uint64_t addr, uint32_t *slot,
+		     uint64_t *size)
+{
+	(void)ctx;
+	uint64_t off = addr - HEAP;
+	if (off % PAGE != PAGE - 16 || (off / PAGE) % 2)
+		return 0;
+	*slot = 7;
+	*size = 8;
+	return 1;
+}
+
+/* More gaps than the probe budget covers: the rest are gathered under
+ * HEAPMAP_UNPROBED, never taken for an inconsistent trace. */
+static void test_probe_budget(void)
+{
+	enum { GAPS = 20000, PROBED = (1 << 22) / (PAGE / 16) };
+	struct heapmap *h = heapmap_create(PAGE, HEAP, 1);
+	CHECK(h);
+	for (uint64_t k = 0; k <= GAPS; k++)
+		CHECK(heapmap_add(h, HEAP + 2 * k * PAGE + PAGE - 16, 8) == 0);
+	const struct heapmap_pin *p;
+	size_t n;
+	CHECK(heapmap_pins(h, find_last, NULL, &p, &n) == 0);
+	CHECK(n == 2);
+	if (n == 2) {
+		/* ranked by pinned bytes: 16384 probed gaps, then the rest */
+		CHECK(p[0].slot == 7 && p[0].blocks == PROBED &&
+		      p[0].pinned_bytes == PROBED * PAGE);
+		CHECK(p[1].slot == HEAPMAP_UNPROBED &&
+		      p[1].blocks == GAPS - PROBED &&
+		      p[1].pinned_bytes == (GAPS - PROBED) * PAGE);
+	}
+	heapmap_destroy(h);
+}
+
 int main(void)
 {
 	test_brk_heap();
 	test_regions();
+	test_probe_budget();
 	if (failures)
 		fprintf(stderr, "%d checks failed\n", failures);
 	return failures != 0;
