@@ -620,6 +620,7 @@ static void start_trace(unsigned options, int adopt)
 	if ((adopt ? adopt_output() : open_output()) || keep_output() ||
 	    write_header(options))
 		return;
+	statm_open();
 	R->on = 1;
 	uint8_t *p = R->buf[R->active];
 	R->len = (size_t)(enc_timerec(&R->enc, p, 0) - p);
@@ -819,6 +820,7 @@ void recorder_fork_child(void)
 	if (R->fd >= 0)
 		close(R->fd); /* the parent's trace: never ours to write */
 	R->fd = -1;
+	statm_close(); /* the parent's statm */
 	if (!was_on || !R->follow)
 		goto out;
 	R->gen++;

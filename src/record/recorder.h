@@ -129,6 +129,10 @@ void rec_modules_changed(void);
 int writer_start(void);
 void writer_stop(void);
 uint64_t now_ns(void);
+/* Opens /proc/self/statm for the samples (at the start of a trace);
+ * closes it in a forked child (whose trace may not start). */
+void statm_open(void);
+void statm_close(void);
 /* RSS, mallinfo2 when asked and the allocator is glibc, and the end of
  * the brk heap (0: unknown). */
 void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,

@@ -197,16 +197,74 @@ static void mallinfo_spent(uint64_t start, uint64_t end)
 			 __ATOMIC_RELAXED);
 }
 
+/* /proc/self/statm, kept open on a high descriptor.  It is opened when a
+ * trace starts, before the program runs or, in a forked child, before it
+ * goes on, so that sampling never takes one of the program's descriptor
+ * numbers, even for a moment.  The program may close it (or reuse the
+ * number): the identity check before each read notices, and it is opened
+ * again then. */
+static int statm_fd = -1;
+static dev_t statm_dev;
+static ino_t statm_ino;
+static hs_lock statm_lock;
+
+static int statm_ours(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == statm_dev &&
+	       st.st_ino == statm_ino;
+}
+
+void statm_open(void)
+{
+	lock_take(&statm_lock);
+	/* after fork: the parent's file, not this process's */
+	if (statm_ours(statm_fd))
+		close(statm_fd);
+	statm_fd = -1;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 700);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+		struct stat st;
+		if (fstat(fd, &st) == 0) {
+			statm_dev = st.st_dev;
+			statm_ino = st.st_ino;
+			statm_fd = fd;
+		} else {
+			close(fd);
+		}
+	}
+	lock_give(&statm_lock);
+}
+
+void statm_close(void)
+{
+	statm_lock.v = 0; /* in a forked child: the other threads are gone */
+	if (statm_ours(statm_fd))
+		close(statm_fd);
+	statm_fd = -1;
+}
+
+static ssize_t statm_read(char *buf, size_t cap)
+{
+	int fd = __atomic_load_n(&statm_fd, __ATOMIC_ACQUIRE);
+	if (!statm_ours(fd)) {
+		statm_open();
+		fd = __atomic_load_n(&statm_fd, __ATOMIC_ACQUIRE);
+	}
+	return fd >= 0 ? pread(fd, buf, cap, 0) : -1;
+}
+
 void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 		 int with_mallinfo, uint64_t *brk)
 {
 	char buf[128];
 	*rss = 0;
-	/* opened each time: the program may close any fd it did not open */
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
+	ssize_t n = statm_read(buf, sizeof(buf) - 1);
 	if (n > 0) {
 		unsigned long size = 0, resident = 0;
 		buf[n] = 0;

@@ -6,8 +6,8 @@ import os
 import re
 
 from common import (HEAPSLOPE, baseline, check, check_complete, check_counts,
-                    check_eq, dump_lines, dump_stats, main, prog, record, run,
-                    tmpdir)
+                    check_eq, dump_events, dump_lines, dump_stats, main, prog,
+                    record, run, tmpdir)
 
 P, C = 37, 53  # blocks of the parent and of the child
 
@@ -240,8 +240,30 @@ def test_default_name():
         check_eq(s.get("exit_status"), 0, "default name: exit_status")
 
 
+def test_fork_samples_own_rss():
+    """A forked child samples its own RSS, not its parent's: forkrss's
+    child holds 64 MiB while the parent, small, waits."""
+    with tmpdir() as d:
+        r = record([prog("forkrss")], d)
+        check_eq(len(r.traces), 2, f"forkrss: traces reported ({r.traces})")
+        peak = {}
+        for t in r.traces:
+            rss = [ev.int("rss") for ev in dump_events(t)
+                   if ev.rec == "sample"]
+            check(len(rss) >= 2, f"{t}: {len(rss)} samples")
+            peak[t] = max(rss) if rss else 0
+        parent, child = r.traces
+        check(peak[child] >= 64 << 20,
+              f"forkrss child: largest RSS sample {peak[child]} below the "
+              "64 MiB it holds")
+        check(peak[parent] < 32 << 20,
+              f"forkrss parent: largest RSS sample {peak[parent]}: the "
+              "child's?")
+
+
 if __name__ == "__main__":
     main([test_fork_follow, test_fork_follow_child_exit_, test_fork_no_follow,
           test_exec_follow, test_exec_no_follow, test_posix_spawn,
           test_exec_fails, test_exec_while_threads_allocate,
-          test_output_template, test_default_name, test_exec_header_flag])
+          test_output_template, test_default_name, test_exec_header_flag,
+          test_fork_samples_own_rss])
