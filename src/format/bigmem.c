@@ -47,7 +47,7 @@ void bigmem_free(void *p, size_t bytes)
 
 void *bigmem_realloc(void *p, size_t old, size_t bytes)
 {
-	if (bytes < BIGMEM_MIN) {
+	if (bytes < BIGMEM_MIN && old < BIGMEM_MIN) {
 		uint8_t *n = realloc(p, bytes ? bytes : 1);
 		if (n && bytes > old)
 			memset(n + old, 0, bytes - old);

@@ -357,7 +357,9 @@ void rec_mark(unsigned kind, const char *label)
 	struct mallinfo2 mi;
 	int has_mi;
 	size_t len = label ? strnlen(label, LABEL_MAX) : 0;
-	take_sample(&rss, &mi, &has_mi, 1, &brk);
+	if (!R->on)
+		return; /* no trace: nothing to sample for */
+	int ok = take_sample(&rss, &mi, &has_mi, 1, &brk);
 	lock_take(&R->lock);
 	uint8_t *p = R->on ? reserve(PREFIX_MAX + 3 * HS_VARINT_MAX + 1 +
 				     len)
@@ -369,7 +371,8 @@ void rec_mark(unsigned kind, const char *label)
 		p = varint_put(p, kind);
 		commit(enc_str(p, label ? label : "", len));
 		R->counts[HS_COUNT_MARKS]++;
-		sample_append(now_ns(), rss, &mi, has_mi, brk);
+		if (ok)
+			sample_append(now_ns(), rss, &mi, has_mi, brk);
 	}
 	lock_give(&R->lock);
 }
@@ -791,6 +794,7 @@ void recorder_exec_failed(void)
 void recorder_fork_prepare(void)
 {
 	hs_thread.busy++;
+	statm_fork_prepare();
 	lock_take(&mod_lock);
 	lock_take(&hs_rec.lock);
 }
@@ -799,6 +803,7 @@ void recorder_fork_parent(void)
 {
 	lock_give(&hs_rec.lock);
 	lock_give(&mod_lock);
+	statm_fork_parent();
 	hs_thread.busy--;
 }
 

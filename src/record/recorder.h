@@ -130,13 +130,16 @@ int writer_start(void);
 void writer_stop(void);
 uint64_t now_ns(void);
 /* Opens /proc/self/statm for the samples (at the start of a trace);
- * closes it in a forked child (whose trace may not start). */
+ * around fork, keeps it whole; closes it in a forked child (whose trace
+ * may not start). */
 void statm_open(void);
+void statm_fork_prepare(void);
+void statm_fork_parent(void);
 void statm_close(void);
 /* RSS, mallinfo2 when asked and the allocator is glibc, and the end of
  * the brk heap (0: unknown). */
-void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
-		 int with_mallinfo, uint64_t *brk);
+int take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
+		int with_mallinfo, uint64_t *brk); /* 0: RSS unknown */
 /* With the lock held: appends a sample record. */
 void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
 		   int has_mi, uint64_t brk);

@@ -556,14 +556,15 @@ static int walk_from(struct shadow *sh, struct walk *w, uintptr_t slot,
 			return -1;
 		uintptr_t cfa = r.kind == CFI_RSP ? sp : fp;
 		cfa += (intptr_t)r.cfa_off;
-		/* the stack only grows outwards: this also stops loops */
-		if (cfa - 8 <= slot || cfa - 8 - lo > span)
+		/* the stack only grows outwards: this also stops loops;
+		 * slots are aligned (their low bits hold a frame's flags) */
+		if (cfa - 8 <= slot || cfa - 8 - lo > span || (cfa & 7))
 			return -1;
 		if (r.kind == CFI_RBP)
 			k->rbp_at |= CFA_RBP;
 		if (r.saves_rbp) {
 			uintptr_t a = cfa + (intptr_t)r.rbp_off;
-			if (a - lo > span)
+			if (a - lo > span || (a & 7))
 				return -1;
 			fp = load(a);
 			k->rbp_at |= a;
@@ -621,8 +622,8 @@ hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 	if (n < 0) {
 		sh->n = 0;
 		sh->st.fallbacks++;
-	} else {
-		remember(sh);
+	} else if (n < max) {
+		remember(sh); /* not cut short: the whole stack */
 	}
 	return n;
 }

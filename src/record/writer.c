@@ -199,14 +199,16 @@ static void mallinfo_spent(uint64_t start, uint64_t end)
 
 /* /proc/self/statm, kept open on a high descriptor.  It is opened when a
  * trace starts, before the program runs or, in a forked child, before it
- * goes on, so that sampling never takes one of the program's descriptor
- * numbers, even for a moment.  The program may close it (or reuse the
- * number): the identity check before each read notices, and it is opened
- * again then. */
+ * goes on, so that sampling does not take one of the program's descriptor
+ * numbers.  The program may close it (or reuse the number): the identity
+ * check before each read notices, and it is opened again then (open
+ * takes the lowest free number for a moment).  Our descriptor alone has
+ * O_NONBLOCK, which procfs ignores: a descriptor the program opened on
+ * the same file is never taken for ours when closing. */
 static int statm_fd = -1;
 static dev_t statm_dev;
 static ino_t statm_ino;
-static hs_lock statm_lock;
+static hs_lock statm_lock; /* taken to open it, and across fork */
 
 static int statm_ours(int fd)
 {
@@ -218,34 +220,47 @@ static int statm_ours(int fd)
 void statm_open(void)
 {
 	lock_take(&statm_lock);
-	/* after fork: the parent's file, not this process's */
-	if (statm_ours(statm_fd))
-		close(statm_fd);
-	statm_fd = -1;
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, 700);
-		if (high >= 0) {
-			close(fd);
-			fd = high;
+	/* another thread may have opened it meanwhile; the old number is
+	 * not ours any more: never closed */
+	if (!statm_ours(__atomic_load_n(&statm_fd, __ATOMIC_RELAXED))) {
+		int fd = open("/proc/self/statm",
+			      O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0) {
+			int high = fcntl(fd, F_DUPFD_CLOEXEC, 700);
+			if (high >= 0) {
+				close(fd);
+				fd = high;
+			}
+			struct stat st;
+			if (fstat(fd, &st) == 0) {
+				statm_dev = st.st_dev;
+				statm_ino = st.st_ino;
+			} else {
+				close(fd);
+				fd = -1;
+			}
 		}
-		struct stat st;
-		if (fstat(fd, &st) == 0) {
-			statm_dev = st.st_dev;
-			statm_ino = st.st_ino;
-			statm_fd = fd;
-		} else {
-			close(fd);
-		}
+		__atomic_store_n(&statm_fd, fd, __ATOMIC_RELEASE);
 	}
+	lock_give(&statm_lock);
+}
+
+void statm_fork_prepare(void)
+{
+	lock_take(&statm_lock);
+}
+
+void statm_fork_parent(void)
+{
 	lock_give(&statm_lock);
 }
 
 void statm_close(void)
 {
-	statm_lock.v = 0; /* in a forked child: the other threads are gone */
-	if (statm_ours(statm_fd))
-		close(statm_fd);
+	statm_lock.v = 0; /* held across fork by the thread that forked */
+	int fd = statm_fd, fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+	if (fl >= 0 && (fl & O_NONBLOCK) && statm_ours(fd))
+		close(fd);
 	statm_fd = -1;
 }
 
@@ -259,17 +274,18 @@ static ssize_t statm_read(char *buf, size_t cap)
 	return fd >= 0 ? pread(fd, buf, cap, 0) : -1;
 }
 
-void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
-		 int with_mallinfo, uint64_t *brk)
+int take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
+		int with_mallinfo, uint64_t *brk)
 {
 	char buf[128];
+	int ok = 0;
 	*rss = 0;
 	ssize_t n = statm_read(buf, sizeof(buf) - 1);
 	if (n > 0) {
 		unsigned long size = 0, resident = 0;
 		buf[n] = 0;
-		if (sscanf(buf, "%lu %lu", &size, &resident) == 2)
-			*rss = (uint64_t)resident * (uint64_t)getpagesize();
+		ok = sscanf(buf, "%lu %lu", &size, &resident) == 2;
+		*rss = (uint64_t)resident * (uint64_t)getpagesize();
 	}
 	/* the end of the brk heap: what glibc keeps at its top shows.  The
 	 * system call, not sbrk(0): that may set libc's own break variable,
@@ -284,6 +300,7 @@ void take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 	} else {
 		memset(mi, 0, sizeof(*mi));
 	}
+	return ok;
 }
 
 void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
@@ -352,9 +369,9 @@ static void *writer_main(void *arg)
 			/* RSS only: mallinfo2 walks the arena under its lock,
 			 * stalling the program; the analyzer needs the
 			 * allocator's state at marks */
-			take_sample(&rss, &mi, &has_mi, 0, &brk);
+			int ok = take_sample(&rss, &mi, &has_mi, 0, &brk);
 			lock_take(&R->lock);
-			if (R->on)
+			if (R->on && ok)
 				sample_append(now_ns(), rss, &mi, has_mi, brk);
 		}
 		/* the loader's lock is taken by threads that then free
