@@ -24,6 +24,28 @@ void *rmem_map_resident(size_t size)
 	return map(size, MAP_POPULATE);
 }
 
+/* Tables that grow large and are reached at random (the stack table):
+ * on a 2 MiB boundary and offered to the kernel as transparent huge
+ * pages, so that a lookup does not also miss the TLB. */
+void *rmem_map_table(size_t size)
+{
+	const size_t huge = 2u << 20;
+	if (size < huge)
+		return map(size, 0);
+	uint8_t *m = map(size + huge, 0);
+	if (!m)
+		return NULL;
+	uint8_t *p = (uint8_t *)(((uintptr_t)m + huge - 1) &
+				 ~(uintptr_t)(huge - 1));
+	if (p > m)
+		syscall(SYS_munmap, m, (size_t)(p - m));
+	syscall(SYS_munmap, p + size, (size_t)(m + huge - p));
+#ifdef MADV_HUGEPAGE
+	syscall(SYS_madvise, p, size, MADV_HUGEPAGE); /* a hint */
+#endif
+	return p;
+}
+
 void rmem_unmap(void *p, size_t size)
 {
 	if (p)

@@ -37,6 +37,9 @@ int main(void)
 	CHECK(stackmap_reset(m) == 0);
 	CHECK(stackmap_count(m) == 0);
 	CHECK(stackmap_intern(m, 0, 0x400000, &is_new) == 1 && is_new);
+	/* the node made last before the reset is forgotten too (it was in
+	 * the table's front cache) */
+	CHECK(stackmap_intern(m, 5, 0x400000, &is_new) == 2 && is_new);
 	stackmap_destroy(m);
 	stackmap_destroy(NULL);
 	if (failures) {
