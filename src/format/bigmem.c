@@ -3,10 +3,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+
+#include "rmem.h"
 
 #define HUGE (2u << 20)
 
+/* Whole huge pages: BIGMEM_MIN bytes and more are at least one. */
 static size_t mapped_size(size_t bytes)
 {
 	return (bytes + HUGE - 1) & ~(size_t)(HUGE - 1);
@@ -17,32 +19,15 @@ void *bigmem_zalloc(size_t bytes)
 	if (bytes < BIGMEM_MIN)
 		return calloc(1, bytes ? bytes : 1);
 	size_t len = mapped_size(bytes);
-	if (len < bytes)
-		return NULL; /* overflow */
-	uint8_t *m = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return NULL;
-	/* keep the aligned part, give back the rest */
-	uint8_t *p = (uint8_t *)(((uintptr_t)m + HUGE - 1) &
-				 ~(uintptr_t)(HUGE - 1));
-	if (p > m)
-		munmap(m, (size_t)(p - m));
-	munmap(p + len, (size_t)(m + HUGE - p));
-#ifdef MADV_HUGEPAGE
-	madvise(p, len, MADV_HUGEPAGE); /* a hint: without it, small pages */
-#endif
-	return p;
+	return len < bytes ? NULL /* overflow */ : rmem_map_table(len);
 }
 
 void bigmem_free(void *p, size_t bytes)
 {
-	if (!p)
-		return;
 	if (bytes < BIGMEM_MIN)
 		free(p);
 	else
-		munmap(p, mapped_size(bytes));
+		rmem_unmap(p, mapped_size(bytes));
 }
 
 void *bigmem_realloc(void *p, size_t old, size_t bytes)

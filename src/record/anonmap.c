@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "rmem.h"
+#include "../format/rmem.h"
 
 /* Sorted, disjoint [start, end) ranges. */
 struct range {

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "anonmap.h"
-#include "rmem.h"
+#include "../format/rmem.h"
 
 #ifndef HS_VERSION
 #define HS_VERSION "unknown"

@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "rmem.h"
+#include "../format/rmem.h"
 #include "unwind.h"
 #include "unwind_cfi.h"
 #include "unwind_rules.h"

@@ -13,7 +13,7 @@
 #include <link.h>
 #include <stddef.h>
 
-#include "rmem.h"
+#include "../format/rmem.h"
 #include "unwind.h"
 #include "unwind_cfi.h"
 

@@ -24,9 +24,6 @@ void *rmem_map_resident(size_t size)
 	return map(size, MAP_POPULATE);
 }
 
-/* Tables that grow large and are reached at random (the stack table):
- * on a 2 MiB boundary and offered to the kernel as transparent huge
- * pages, so that a lookup does not also miss the TLB. */
 void *rmem_map_table(size_t size)
 {
 	const size_t huge = 2u << 20;

@@ -1,0 +1,21 @@
+/* Memory straight from mmap, by raw system calls: the recorder's own data
+ * never enters (or disturbs) the heap being recorded, nor passes through
+ * its own mmap interposer.  The analyzer maps its large tables here too
+ * (bigmem.h). */
+#ifndef HS_RMEM_H
+#define HS_RMEM_H
+
+#include <stddef.h>
+
+void *rmem_map(size_t size);           /* zeroed; NULL on failure */
+/* The same, resident from the start: the recorder's fixed buffers must not
+ * show up as RSS growth of the program while they fill. */
+void *rmem_map_resident(size_t size);
+/* The same for a large table reached at random: from 2 MiB on, mapped on
+ * a 2 MiB boundary and offered as transparent huge pages, so that a
+ * lookup does not also miss the TLB and filling it takes one page fault
+ * per 2 MiB. */
+void *rmem_map_table(size_t size);
+void rmem_unmap(void *p, size_t size); /* accepts NULL */
+
+#endif
