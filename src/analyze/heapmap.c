@@ -377,28 +377,17 @@ void heapmap_sub(struct heapmap *h, uint64_t addr, uint64_t size)
 	update(h, addr, size, 0);
 }
 
-static uint64_t heap_live(const struct heapmap *h)
-{
-	uint64_t live = h->brk.live;
-	for (size_t i = 0; i <= h->win_mask; i++)
-		if (h->win[i])
-			live += h->win[i]->live;
-	return live;
-}
-
-static uint64_t heap_occupied(const struct heapmap *h)
-{
-	uint64_t n = h->brk.occupied;
-	for (size_t i = 0; i <= h->win_mask; i++)
-		if (h->win[i])
-			n += h->win[i]->occupied;
-	return n;
-}
-
 void heapmap_state(const struct heapmap *h, struct heapmap_state *out)
 {
 	const uint64_t ps = h->page_size;
-	uint64_t occupied = heap_occupied(h), live = heap_live(h);
+	/* occupied pages and live bytes over all the regions */
+	uint64_t occupied = h->brk.occupied, live = h->brk.live;
+	for (size_t i = 0; i <= h->win_mask; i++) {
+		if (h->win[i]) {
+			occupied += h->win[i]->occupied;
+			live += h->win[i]->live;
+		}
+	}
 	uint64_t span = h->span_pages * ps;
 	out->footprint = (occupied + h->mapped_pages) * ps;
 	out->span = span + h->mapped_pages * ps;
