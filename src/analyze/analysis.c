@@ -17,20 +17,6 @@
 #define STACK_DEPTH_MAX 256
 #define EVENTS_AT_ONCE 256 /* decoded per reader_events call */
 
-enum fit_of {
-	FIT_LIVE,
-	FIT_RSS,
-	FIT_HEAP,
-	FIT_FOOTPRINT,
-	FIT_SPAN,
-	FIT_HOLES,
-	FIT_RELEASABLE,
-	FIT_IN_USE,
-	FIT_HEAP_FREE,
-	FIT_TOP,
-	FIT_RETAINED,
-};
-
 /* One streaming pass: the state it builds. */
 struct pass {
 	struct stacks *stacks;
@@ -209,55 +195,15 @@ static uint64_t auto_window(uint64_t duration_ns)
 }
 
 /* Least squares over the batches [from, n) that have the value. */
-static int value(const struct batch *b, enum fit_of what, double *v)
-{
-	switch (what) {
-	case FIT_LIVE:
-		*v = (double)b->live_bytes;
-		return 1;
-	case FIT_RSS:
-		*v = (double)b->rss_bytes;
-		return b->has_rss;
-	case FIT_HEAP:
-		*v = (double)b->heap_bytes;
-		return b->has_heap_free;
-	case FIT_FOOTPRINT:
-		*v = (double)b->footprint_bytes;
-		return b->has_shape;
-	case FIT_SPAN:
-		*v = (double)b->span_bytes;
-		return b->has_shape;
-	case FIT_HOLES:
-		*v = (double)b->holes_bytes;
-		return b->has_shape;
-	case FIT_RELEASABLE:
-		*v = (double)b->releasable_holes_bytes;
-		return b->has_shape;
-	case FIT_IN_USE:
-		*v = (double)b->heap_in_use_bytes;
-		return b->has_heap_free;
-	case FIT_HEAP_FREE:
-		*v = (double)b->heap_free_bytes;
-		return b->has_heap_free;
-	case FIT_TOP:
-		*v = (double)b->top_bytes;
-		return b->has_top;
-	case FIT_RETAINED:
-		*v = (double)(b->holes_bytes + b->top_bytes);
-		return b->has_shape;
-	}
-	return 0;
-}
-
 static void fit_batches(const struct series *s, size_t from,
-			enum fit_of what, struct regress *out, double *mean,
+			enum batch_field what, struct regress *out, double *mean,
 			int *has)
 {
 	size_t m = 0, missing = 0;
 	long double my = 0, mx = 0;
 	double v;
 	for (size_t i = from; i < s->n; i++) {
-		if (!value(&s->v[i], what, &v)) {
+		if (!batch_value(&s->v[i], what, &v)) {
 			missing++;
 			continue;
 		}
@@ -270,8 +216,8 @@ static void fit_batches(const struct series *s, size_t from,
 	/* shape figures for only some batches: not comparable; RSS and
 	 * mallinfo2 may be missing at some marks (the recorder reads
 	 * mallinfo2 within a time budget) */
-	*has = m >= 2 && (what == FIT_RSS || what == FIT_HEAP ||
-			  what == FIT_IN_USE || what == FIT_HEAP_FREE ||
+	*has = m >= 2 && (what == BATCH_RSS || what == BATCH_HEAP ||
+			  what == BATCH_IN_USE || what == BATCH_HEAP_FREE ||
 			  !missing);
 	if (!m)
 		return;
@@ -279,7 +225,7 @@ static void fit_batches(const struct series *s, size_t from,
 	mx /= m;
 	struct regress_sums sums = { .n = m };
 	for (size_t i = from; i < s->n; i++) {
-		if (!value(&s->v[i], what, &v))
+		if (!batch_value(&s->v[i], what, &v))
 			continue;
 		long double x = i - mx, y = v - my;
 		sums.sx += x;
@@ -298,26 +244,26 @@ static void fit_shape(struct analysis *a)
 {
 	double mean;
 	int has_in_use, has_free;
-	fit_batches(&a->series, a->warmup, FIT_FOOTPRINT, &a->footprint_fit,
+	fit_batches(&a->series, a->warmup, BATCH_FOOTPRINT, &a->footprint_fit,
 		    &mean, &a->has_shape);
-	fit_batches(&a->series, a->warmup, FIT_SPAN, &a->span_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_SPAN, &a->span_fit, &mean,
 		    &a->has_shape);
-	fit_batches(&a->series, a->warmup, FIT_HOLES, &a->holes_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_HOLES, &a->holes_fit, &mean,
 		    &a->has_shape);
-	fit_batches(&a->series, a->warmup, FIT_RELEASABLE, &a->releasable_fit,
+	fit_batches(&a->series, a->warmup, BATCH_RELEASABLE, &a->releasable_fit,
 		    &mean, &a->has_shape);
-	fit_batches(&a->series, a->warmup, FIT_IN_USE, &a->in_use_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_IN_USE, &a->in_use_fit, &mean,
 		    &has_in_use);
-	fit_batches(&a->series, a->warmup, FIT_HEAP_FREE, &a->heap_free_fit,
+	fit_batches(&a->series, a->warmup, BATCH_HEAP_FREE, &a->heap_free_fit,
 		    &mean, &has_free);
 	a->has_mallinfo_fit = has_in_use && has_free;
 	/* glibc retains the holes and the free top of the brk heap; with the
 	 * top known for only some batches, the holes alone */
-	fit_batches(&a->series, a->warmup, FIT_TOP, &a->top_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_TOP, &a->top_fit, &mean,
 		    &a->has_top_fit);
 	a->retained_fit = a->holes_fit;
 	if (a->has_top_fit)
-		fit_batches(&a->series, a->warmup, FIT_RETAINED,
+		fit_batches(&a->series, a->warmup, BATCH_RETAINED,
 			    &a->retained_fit, &mean, &has_free);
 	/* retained memory is known only where glibc's layout is */
 	a->has_decomposition = a->has_rss_fit && a->has_shape && a->glibc;
@@ -387,10 +333,10 @@ static int rank(struct analysis *a, const struct analysis_opts *o,
 	};
 	int has;
 	struct regress tmp;
-	fit_batches(&a->series, a->warmup, FIT_LIVE, &tmp, &vin.live_mean,
+	fit_batches(&a->series, a->warmup, BATCH_LIVE, &tmp, &vin.live_mean,
 		    &has);
-	fit_batches(&a->series, a->warmup, FIT_RSS, &tmp, &vin.rss_mean, &has);
-	fit_batches(&a->series, a->warmup, FIT_HEAP, &tmp, &vin.heap_mean,
+	fit_batches(&a->series, a->warmup, BATCH_RSS, &tmp, &vin.rss_mean, &has);
+	fit_batches(&a->series, a->warmup, BATCH_HEAP, &tmp, &vin.heap_mean,
 		    &has);
 	vin.has_heap = a->has_heap_fit;
 	vin.heap_slope = a->heap_fit.slope;
@@ -463,11 +409,11 @@ struct analysis *analysis_run(const char *path,
 				  : (size_t)o->warmup;
 	double mean;
 	int has;
-	fit_batches(&a->series, a->warmup, FIT_LIVE, &a->live_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_LIVE, &a->live_fit, &mean,
 		    &has);
-	fit_batches(&a->series, a->warmup, FIT_RSS, &a->rss_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_RSS, &a->rss_fit, &mean,
 		    &a->has_rss_fit);
-	fit_batches(&a->series, a->warmup, FIT_HEAP, &a->heap_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_HEAP, &a->heap_fit, &mean,
 		    &a->has_heap_fit);
 	fit_shape(a);
 	if (copy_pins(a, &p))

@@ -175,26 +175,8 @@ static void decomposition(FILE *o, const struct analysis *a)
 			human((double)b->footprint_bytes, b1, sizeof(b1)));
 }
 
-enum spark_of { SPARK_LIVE, SPARK_RSS, SPARK_HOLES };
-
-/* The value of one batch for a sparkline, if it has one. */
-static int spark_value(const struct batch *b, enum spark_of what, double *v)
-{
-	switch (what) {
-	case SPARK_LIVE:
-		*v = (double)b->live_bytes;
-		return 1;
-	case SPARK_RSS:
-		*v = (double)b->rss_bytes;
-		return b->has_rss;
-	default:
-		*v = (double)b->holes_bytes;
-		return b->has_shape;
-	}
-}
-
 static void spark(FILE *o, const char *name, const struct analysis *a,
-		  enum spark_of what, int utf8)
+		  enum batch_field what, int utf8)
 {
 	static const char *const bars[] = { "▁", "▂", "▃", "▄",
 					    "▅", "▆", "▇", "█" };
@@ -204,7 +186,7 @@ static void spark(FILE *o, const char *name, const struct analysis *a,
 	double lo = INFINITY, hi = -INFINITY;
 	double v;
 	for (size_t i = 0; i < n; i++) {
-		if (!spark_value(&s->v[i], what, &v))
+		if (!batch_value(&s->v[i], what, &v))
 			continue;
 		lo = v < lo ? v : lo;
 		hi = v > hi ? v : hi;
@@ -215,7 +197,7 @@ static void spark(FILE *o, const char *name, const struct analysis *a,
 	for (size_t c = 0; c < w; c++) {
 		/* each column shows the last batch of its share */
 		size_t i = (c + 1) * n / w - 1;
-		if (!spark_value(&s->v[i], what, &v)) {
+		if (!batch_value(&s->v[i], what, &v)) {
 			fputc(' ', o);
 			continue;
 		}
@@ -241,10 +223,10 @@ static void series(FILE *o, const struct analysis *a, int utf8)
 	if (s->n > TABLE_MAX) {
 		fprintf(o, "\nPer batch (%zu batches, %zu per column):\n", s->n,
 			(s->n + SPARK_WIDTH - 1) / SPARK_WIDTH);
-		spark(o, "live", a, SPARK_LIVE, utf8);
-		spark(o, "RSS", a, SPARK_RSS, utf8);
+		spark(o, "live", a, BATCH_LIVE, utf8);
+		spark(o, "RSS", a, BATCH_RSS, utf8);
 		if (a->has_shape && a->glibc)
-			spark(o, "holes", a, SPARK_HOLES, utf8);
+			spark(o, "holes", a, BATCH_HOLES, utf8);
 		return;
 	}
 	fprintf(o, "\nPer batch:\n  %5s %8s %10s %10s %10s %10s %10s %8s "

@@ -91,3 +91,43 @@ void series_sample(struct series *s, const struct hs_record *rec)
 	}
 	s->window = smp;
 }
+
+int batch_value(const struct batch *b, enum batch_field f, double *v)
+{
+	switch (f) {
+	case BATCH_LIVE:
+		*v = (double)b->live_bytes;
+		return 1;
+	case BATCH_RSS:
+		*v = (double)b->rss_bytes;
+		return b->has_rss;
+	case BATCH_HEAP:
+		*v = (double)b->heap_bytes;
+		return b->has_heap_free;
+	case BATCH_FOOTPRINT:
+		*v = (double)b->footprint_bytes;
+		return b->has_shape;
+	case BATCH_SPAN:
+		*v = (double)b->span_bytes;
+		return b->has_shape;
+	case BATCH_HOLES:
+		*v = (double)b->holes_bytes;
+		return b->has_shape;
+	case BATCH_RELEASABLE:
+		*v = (double)b->releasable_holes_bytes;
+		return b->has_shape;
+	case BATCH_IN_USE:
+		*v = (double)b->heap_in_use_bytes;
+		return b->has_heap_free;
+	case BATCH_HEAP_FREE:
+		*v = (double)b->heap_free_bytes;
+		return b->has_heap_free;
+	case BATCH_TOP:
+		*v = (double)b->top_bytes;
+		return b->has_top;
+	case BATCH_RETAINED:
+		*v = (double)(b->holes_bytes + b->top_bytes);
+		return b->has_shape;
+	}
+	return 0;
+}

@@ -35,6 +35,24 @@ struct batch {
 	uint64_t top_bytes;
 };
 
+/* The figures a batch may have, for fits and sparklines. */
+enum batch_field {
+	BATCH_LIVE,
+	BATCH_RSS,
+	BATCH_HEAP,
+	BATCH_FOOTPRINT,
+	BATCH_SPAN,
+	BATCH_HOLES,
+	BATCH_RELEASABLE,
+	BATCH_IN_USE,
+	BATCH_HEAP_FREE,
+	BATCH_TOP,
+	BATCH_RETAINED, /* holes + top */
+};
+
+/* Field f of b into *v: 1 if b has it, else 0. */
+int batch_value(const struct batch *b, enum batch_field f, double *v);
+
 struct sample {
 	int valid, has_mallinfo;
 	uint64_t rss, fordblks, footprint;
