@@ -312,8 +312,14 @@ static int add_frames(struct symbols *sym, const struct stacks *st,
 	return 0;
 }
 
+/* The means of the live heap, RSS and allocator footprint after the
+ * warm-up, from their fits: the verdict weighs slopes against them. */
+struct means {
+	double live, rss, heap;
+};
+
 static int rank(struct analysis *a, const struct analysis_opts *o,
-		struct pass *p)
+		struct pass *p, const struct means *m)
 {
 	uint32_t batches = (uint32_t)a->series.n;
 	a->by_site = o->group_by_site;
@@ -330,14 +336,10 @@ static int rank(struct analysis *a, const struct analysis_opts *o,
 		.stacks = a->stacks,
 		.nstacks = a->nstacks,
 		.complete = a->complete,
+		.live_mean = m->live,
+		.rss_mean = m->rss,
+		.heap_mean = m->heap,
 	};
-	int has;
-	struct regress tmp;
-	fit_batches(&a->series, a->warmup, BATCH_LIVE, &tmp, &vin.live_mean,
-		    &has);
-	fit_batches(&a->series, a->warmup, BATCH_RSS, &tmp, &vin.rss_mean, &has);
-	fit_batches(&a->series, a->warmup, BATCH_HEAP, &tmp, &vin.heap_mean,
-		    &has);
 	vin.has_heap = a->has_heap_fit;
 	vin.heap_slope = a->heap_fit.slope;
 	vin.heap_r2 = a->heap_fit.r2;
@@ -407,18 +409,18 @@ struct analysis *analysis_run(const char *path,
 	a->warmup_auto = o->warmup < 0;
 	a->warmup = o->warmup < 0 ? regress_auto_warmup(batches)
 				  : (size_t)o->warmup;
-	double mean;
+	struct means m;
 	int has;
-	fit_batches(&a->series, a->warmup, BATCH_LIVE, &a->live_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_LIVE, &a->live_fit, &m.live,
 		    &has);
-	fit_batches(&a->series, a->warmup, BATCH_RSS, &a->rss_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_RSS, &a->rss_fit, &m.rss,
 		    &a->has_rss_fit);
-	fit_batches(&a->series, a->warmup, BATCH_HEAP, &a->heap_fit, &mean,
+	fit_batches(&a->series, a->warmup, BATCH_HEAP, &a->heap_fit, &m.heap,
 		    &a->has_heap_fit);
 	fit_shape(a);
 	if (copy_pins(a, &p))
 		goto fail;
-	if (rank(a, o, &p))
+	if (rank(a, o, &p, &m))
 		goto fail;
 	replay_destroy(p.replay);
 	heapmap_destroy(p.heap);
