@@ -433,19 +433,17 @@ static void remember(struct shadow *sh)
 	uint32_t n = (uint32_t)sh->n;
 	if (!sh->complete || n < 1 || n > RECENT_FRAMES)
 		return;
-	const struct kframe *first = &sh->keep[n - 1];
-	struct recent *set = recent_set(sh, first->slot, first->ip);
-	/* the entry of this place if it went stale, else the one not used
-	 * last */
-	struct recent *r = recent_is(&set[1], first->slot, first->ip) ||
-					   (!recent_is(set, first->slot, first->ip) &&
-					    !set[0].old)
-				   ? &set[1]
-				   : set;
-	set[0].old = r != set;
 	for (uint32_t m = 0; m < n; m++)
 		if (sh->keep[m].rbp_at & DYNAMIC)
 			return; /* code that may be unloaded: not for long */
+	uintptr_t slot = sh->keep[n - 1].slot, ip = sh->keep[n - 1].ip;
+	struct recent *set = recent_set(sh, slot, ip), *r = set;
+	/* the entry of this place if it went stale, else the one not used
+	 * last */
+	if (recent_is(&set[1], slot, ip) ||
+	    (!recent_is(set, slot, ip) && !set[0].old))
+		r = &set[1];
+	set[0].old = r != set;
 	memcpy(r->f, sh->keep, n * sizeof(*r->f));
 	/* an RBP read matters only if a frame further out has an RBP-based
 	 * CFA before RBP is read again: the outermost frame of a whole walk
