@@ -45,6 +45,7 @@ struct stats {
 	uint64_t allocations, frees, reallocs, failed, marks, samples, stacks,
 		threads, events, modules, mmaps, munmaps, allocated_bytes;
 	int complete, has_end, has_exit;
+	char stop_reason[512]; /* recording stopped early: why */
 	unsigned end_reason;
 	uint64_t end_counts[HS_COUNT_MAX];
 	uint64_t wait_status, last_time;
@@ -91,6 +92,10 @@ static void count(struct stats *s, const struct hs_record *r)
 		s->has_exit = 1;
 		s->wait_status = r->wait_status;
 		break;
+	case HS_REC_STOP:
+		snprintf(s->stop_reason, sizeof(s->stop_reason), "%.*s",
+			 (int)(r->str_len < 500 ? r->str_len : 500), r->str);
+		break;
 	default:
 		break;
 	}
@@ -123,6 +128,8 @@ static void print_header(const struct hs_header *h)
 	       " depth %" PRIu64 " interval_ms %" PRIu64 " options 0x%" PRIx64
 	       "\n", h->pid, h->ppid, h->page_size, h->depth, h->interval_ms,
 	       h->options);
+	if (h->malloc_owner)
+		printf("# malloc_owner %s (not recorded)\n", h->malloc_owner);
 	printf("# exe %s\n# unwind %s allocator %s heap_start 0x%" PRIx64
 	       "\n# argv",
 	       h->exe ? h->exe : "?", h->unwind ? h->unwind : "?",
@@ -225,6 +232,10 @@ static void print_record(const struct hs_record *r)
 		printf("exec path=");
 		print_str(r->str, r->str_len);
 		break;
+	case HS_REC_STOP:
+		printf("stop reason=");
+		print_str(r->str, r->str_len);
+		break;
 	default:
 		printf("record 0x%02x", r->tag);
 	}
@@ -254,6 +265,13 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 	printf("frames: %" PRIu64 "\n", reader_chunks(rd));
 	printf("bytes: %" PRIu64 "\n", reader_offset(rd));
 	printf("complete: %s\n", s->complete ? "yes" : "no");
+	if (s->stop_reason[0])
+		printf("stopped: %s\n", s->stop_reason);
+	if (h->malloc_owner)
+		printf("malloc_owner: %s\n", h->malloc_owner);
+	if (s->has_end && s->end_counts[HS_COUNT_UNRECORDED])
+		printf("unrecorded: %" PRIu64 "\n",
+		       s->end_counts[HS_COUNT_UNRECORDED]);
 	if (s->has_end) {
 		printf("end_reason: %s\n", s->end_reason < 4
 						   ? end_reasons[s->end_reason]
@@ -266,6 +284,9 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 			    s->end_counts[HS_COUNT_REALLOCS] == s->reallocs &&
 			    s->end_counts[HS_COUNT_FAILED] == s->failed &&
 			    s->end_counts[HS_COUNT_STACKS] == s->stacks;
+		/* all it saw was recorded, and it did not stop early */
+		agree = agree && !s->end_counts[HS_COUNT_UNRECORDED] &&
+			!s->stop_reason[0];
 		printf("counts_verified: %s\n", agree ? "yes" : "no");
 	}
 	if (s->has_exit) {
@@ -302,6 +323,9 @@ int cmd_dump(int argc, char **argv)
 	fflush(stdout);
 	if (rc < 0) {
 		fprintf(stderr, "heapslope dump: %s\n", hs_last_error());
+	} else if (s.stop_reason[0]) {
+		fprintf(stderr, "heapslope dump: %s: recording stopped early: "
+				"%s\n", o.path, s.stop_reason);
 	} else if (!s.complete) {
 		fprintf(stderr, "heapslope dump: %s is incomplete: the process "
 				"ended without closing it (killed?); read up to "

@@ -8,16 +8,23 @@
 #include <link.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "format/append.h"
 #include "format/error.h"
+#include "format/reader.h"
 
 #ifndef HS_LIBDIR
 #define HS_LIBDIR "/usr/local/lib/heapslope"
@@ -357,11 +364,132 @@ static int default_name(const char *prog, pid_t pid, char *out, size_t cap)
 	return absolute(name, out, cap);
 }
 
-static int create_trace(const char *path, int force)
+enum { CREATE_NOT_REGULAR = -2 };
+
+/* Creates the trace at path.  force replaces a regular file or a
+ * symlink (the link itself, never what it points to), never anything
+ * else: as root, -f -o /dev/null must not delete /dev/null.  step: if the name is
+ * taken, the next free of path.1, path.2 ... (as the recorder does for
+ * the processes below), written back into path. */
+static int create_trace(char *path, size_t cap, int force, int step)
 {
-	if (force && unlink(path) && errno != ENOENT)
+	struct stat st;
+	char base[PATH_MAX];
+	if (force && lstat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+			return CREATE_NOT_REGULAR;
+		if (unlink(path) && errno != ENOENT)
+			return -1;
+	}
+	snprintf(base, sizeof(base), "%s", path);
+	for (int i = 0; i < (step ? 1000 : 1); i++) {
+		if (i && (size_t)snprintf(path, cap, "%s.%d", base, i) >= cap)
+			break;
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+			      0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/* The program execvp would run for cmd: a path, or the first executable
+ * file of that name in PATH. */
+static int find_program(const char *cmd, char *out, size_t cap)
+{
+	if (strchr(cmd, '/'))
+		return snprintf(out, cap, "%s", cmd) >= (int)cap ? -1 : 0;
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *s = path;;) {
+		size_t l = strcspn(s, ":");
+		struct stat st;
+		if ((size_t)snprintf(out, cap, "%.*s%s%s", (int)l, s,
+				     l ? "/" : "", cmd) < cap &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(out, X_OK) == 0)
+			return 0;
+		if (!s[l])
+			return -1;
+		s += l + 1;
+	}
+}
+
+/* Whether the ELF file at fd has a program interpreter (the dynamic
+ * loader, which honours LD_PRELOAD). */
+static int has_interp(int fd)
+{
+	unsigned char id[EI_NIDENT];
+	if (pread(fd, id, sizeof(id), 0) != (ssize_t)sizeof(id))
 		return -1;
-	return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	int is64 = id[EI_CLASS] == ELFCLASS64;
+	uint64_t phoff;
+	unsigned phnum, phentsize;
+	if (is64) {
+		Elf64_Ehdr e;
+		if (pread(fd, &e, sizeof(e), 0) != (ssize_t)sizeof(e))
+			return -1;
+		phoff = e.e_phoff, phnum = e.e_phnum, phentsize = e.e_phentsize;
+	} else {
+		Elf32_Ehdr e;
+		if (pread(fd, &e, sizeof(e), 0) != (ssize_t)sizeof(e))
+			return -1;
+		phoff = e.e_phoff, phnum = e.e_phnum, phentsize = e.e_phentsize;
+	}
+	for (unsigned i = 0; i < phnum && i < 4096; i++) {
+		uint32_t type;
+		if (pread(fd, &type, sizeof(type), (off_t)(phoff + (uint64_t)i *
+							     phentsize)) !=
+		    (ssize_t)sizeof(type))
+			return -1;
+		if (type == PT_INTERP)
+			return 1;
+	}
+	return 0;
+}
+
+/* Why the recorder cannot load into the program at path (NULL: it can,
+ * as far as can be told): a static executable ignores LD_PRELOAD, and
+ * so does the loader of a program that runs with other privileges. */
+static const char *unloadable(const char *path, int depth)
+{
+	static char why[PATH_MAX + 100];
+	struct stat st;
+	char head[256];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return NULL; /* exec will say */
+	}
+	ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+	const char *r = NULL;
+	if ((st.st_mode & S_ISUID && st.st_uid != geteuid()) ||
+	    (st.st_mode & S_ISGID && st.st_gid != getegid()) ||
+	    fgetxattr(fd, "security.capability", NULL, 0) > 0) {
+		snprintf(why, sizeof(why), "%s runs with other privileges "
+			 "(setuid, setgid or file capabilities): the loader "
+			 "ignores LD_PRELOAD for it", path);
+		r = why;
+	} else if (n >= 4 && !memcmp(head, ELFMAG, SELFMAG)) {
+		if (has_interp(fd) == 0) {
+			snprintf(why, sizeof(why), "%s is statically linked: "
+				 "it loads no library, the recorder included",
+				 path);
+			r = why;
+		}
+	} else if (n > 2 && head[0] == '#' && head[1] == '!' && depth < 4) {
+		/* a script: its interpreter is what runs */
+		head[n] = 0;
+		char *s = head + 2 + strspn(head + 2, " \t");
+		s[strcspn(s, " \t\n")] = 0;
+		close(fd);
+		return *s ? unloadable(s, depth + 1) : NULL;
+	}
+	close(fd);
+	return r;
 }
 
 static pid_t child_pid;
@@ -391,23 +519,64 @@ static void paths_add(struct paths *p, const char *s, size_t len)
 		p->n++;
 }
 
-/* Lines "path\n" from the recorders, as they create traces. */
-static void read_reports(int fd, char *buf, size_t cap, size_t *len,
-			 struct paths *out)
+/* The channel the recorders report their traces on: a listening unix
+ * socket in the abstract namespace, named in HEAPSLOPE_REPORT.  Nothing
+ * of it is inherited by the program (close-on-exec), and a recorder that
+ * outlives `record` finds nobody listening: its connect just fails. */
+static int reports_open(char *name, size_t cap)
 {
-	for (;;) {
-		ssize_t n = read(fd, buf + *len, cap - *len);
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	snprintf(name, cap, "heapslope.%d.%016llx", (int)getpid(),
+		 (unsigned long long)r);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t l = strlen(name);
+	memcpy(a.sun_path + 1, name, l);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + l)) ||
+	    listen(fd, 4096)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* One recorder's report: it connects, writes a line and closes, so the
+ * line is there by now; a connection that sends nothing is given up
+ * after a moment.  Only processes of our own user are listened to. */
+static void read_report(int c, struct paths *out)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	char buf[PATH_MAX + 2];
+	size_t len = 0;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
+	    cred.uid != getuid())
+		return;
+	while (len < sizeof(buf)) {
+		struct pollfd p = { c, POLLIN, 0 };
+		if (poll(&p, 1, 100) <= 0)
+			break;
+		ssize_t n = read(c, buf + len, sizeof(buf) - len);
 		if (n <= 0)
-			return;
-		*len += (size_t)n;
-		char *nl;
-		while ((nl = memchr(buf, '\n', *len))) {
-			paths_add(out, buf, (size_t)(nl - buf));
-			*len -= (size_t)(nl + 1 - buf);
-			memmove(buf, nl + 1, *len);
-		}
-		if (*len == cap)
-			*len = 0;
+			break;
+		len += (size_t)n;
+	}
+	char *nl = memchr(buf, '\n', len);
+	if (nl && nl > buf)
+		paths_add(out, buf, (size_t)(nl - buf));
+}
+
+static void reports_drain(int fd, struct paths *out)
+{
+	int c;
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		read_report(c, out);
+		close(c);
 	}
 }
 
@@ -421,20 +590,38 @@ static void print_path(const char *path)
 	fprintf(stderr, "heapslope: trace written to %s\n", path);
 }
 
+/* What the child tells the parent, on a close-on-exec pipe: where its
+ * trace is, or why it could not run the command. */
+struct child_msg {
+	int stage; /* STAGE_* */
+	int err;
+	char path[PATH_MAX];
+};
+enum { STAGE_PATH, STAGE_CREATE, STAGE_EXEC };
+
+static void tell(int fd, int stage, int err, const char *path)
+{
+	struct child_msg m = { .stage = stage, .err = err };
+	snprintf(m.path, sizeof(m.path), "%s", path ? path : "");
+	(void)!write(fd, &m, sizeof(m));
+}
+
 /* Runs in the forked child: environment, trace file, exec.  root_fd is
  * the open root trace, -2 to create root_path here, -1 for a template. */
 static void run_child(const struct record_opts *o, const char *lib,
-		      const char *root_path, int root_fd, int err_fd)
+		      char *root_path, int root_fd, int err_fd,
+		      const char *report)
 {
-	char num[32];
+	char num[160];
 	const char *pre = getenv("LD_PRELOAD"), *al = o->alloc_lib;
 	if (!pre)
 		pre = "";
 	size_t cap = strlen(lib) + strlen(al) + strlen(pre) + 3;
 	char *preload = malloc(cap);
-	int stage = 0;
-	if (!preload)
-		goto fail;
+	if (!preload) {
+		tell(err_fd, STAGE_CREATE, ENOMEM, NULL);
+		_exit(127);
+	}
 	/* the recorder first, so that the program's calls reach it and its
 	 * dlsym(RTLD_NEXT) finds the allocator's; the user's own after */
 	snprintf(preload, cap, "%s%s%s%s%s", lib, *al ? " " : "", al,
@@ -453,35 +640,86 @@ static void run_child(const struct record_opts *o, const char *lib,
 	setenv("HEAPSLOPE_MALLINFO", num, 1);
 	if (o->unwind)
 		setenv("HEAPSLOPE_UNWIND", o->unwind, 1);
+	setenv("HEAPSLOPE_REPORT", report, 1);
+	/* the recorders below tell the first image by this pid */
+	snprintf(num, sizeof(num), "%d", (int)getpid());
+	setenv("HEAPSLOPE_ROOT", num, 1);
+	unsetenv("HEAPSLOPE_EXECED");
 	if (root_fd == -2) {
-		stage = 1;
-		root_fd = create_trace(root_path, 0);
-		if (root_fd < 0)
-			goto fail;
+		root_fd = create_trace(root_path, PATH_MAX, 0, 1);
+		if (root_fd < 0) {
+			tell(err_fd, STAGE_CREATE, errno, root_path);
+			_exit(127);
+		}
 	}
+	unsetenv("HEAPSLOPE_FD");
 	if (root_fd >= 0) {
-		snprintf(num, sizeof(num), "%d", root_fd);
+		struct stat st;
+		if (fstat(root_fd, &st)) {
+			tell(err_fd, STAGE_CREATE, errno, root_path);
+			_exit(127);
+		}
+		/* the token proves itself: this process, this very file */
+		snprintf(num, sizeof(num), "%d:%d:%llu:%llu", root_fd,
+			 (int)getpid(), (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino);
 		setenv("HEAPSLOPE_FD", num, 1);
 		setenv("HEAPSLOPE_FD_PATH", root_path, 1);
+		tell(err_fd, STAGE_PATH, 0, root_path);
 	}
-	stage = 2;
 	execvp(o->cmd[0], o->cmd);
-fail: {
-	int msg[2] = { stage, errno };
-	(void)!write(err_fd, msg, sizeof(msg));
+	tell(err_fd, STAGE_EXEC, errno, NULL);
 	_exit(127);
 }
+
+/* Reads one message; 0 at end of file (the child exec'd). */
+static int read_msg(int fd, struct child_msg *m)
+{
+	size_t got = 0;
+	while (got < sizeof(*m)) {
+		ssize_t n = read(fd, (char *)m + got, sizeof(*m) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return got ? -1 : 0;
+		got += (size_t)n;
+	}
+	return 1;
+}
+
+/* After the run: a trace the recorder never wrote to (it did not load)
+ * is removed, and said so; one whose program's malloc was not the
+ * recorder's says that nothing through it was recorded. */
+static int check_trace(const char *path, const char *prog,
+		       const char *why)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && st.st_size == 0) {
+		unlink(path);
+		fprintf(stderr, "heapslope record: nothing was recorded in %s: "
+				"%s\n", prog,
+			why ? why : "the recorder did not load in it");
+		return -1;
+	}
+	struct hs_reader *r = reader_open(path);
+	const struct hs_header *h = r ? reader_header(r) : NULL;
+	if (h && h->malloc_owner)
+		fprintf(stderr, "heapslope: %s: the program's malloc is %s's "
+				"own: its allocations were not recorded\n",
+			path, h->malloc_owner);
+	reader_destroy(r);
+	return 0;
 }
 
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { .interval_ms = 100, .depth = 64, .mallinfo = 1 };
 	char lib[PATH_MAX], alloc[PATH_MAX], tmpl[PATH_MAX], root[PATH_MAX];
-	int root_fd = -1, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	char exe[PATH_MAX], report[64];
+	int root_fd = -1, errp[2] = { -1, -1 }, rep = -1;
 	int rc = 1, status = 0;
 	struct paths paths = { 0 };
-	char repbuf[8192];
-	size_t replen = 0;
+	struct child_msg msg;
 
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &o))
 		return 2;
@@ -493,6 +731,12 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	const char *prog = strrchr(o.cmd[0], '/');
 	prog = prog ? prog + 1 : o.cmd[0];
+	const char *why = NULL;
+	if (find_program(o.cmd[0], exe, sizeof(exe)) == 0 &&
+	    (why = unloadable(exe, 0)))
+		fprintf(stderr, "heapslope record: warning: %s; nothing of %s "
+				"will be recorded (programs it runs may be)\n",
+			why, prog);
 	if (o.output && strchr(o.output, '%')) {
 		/* a template: every process, the first included, expands it */
 		if (absolute(o.output, tmpl, sizeof(tmpl)))
@@ -510,7 +754,14 @@ int cmd_record(int argc, char **argv)
 		    snprintf(tmpl, sizeof(tmpl), "%s.%%p", root) >=
 			    (int)sizeof(tmpl))
 			goto toolong;
-		root_fd = create_trace(root, o.force);
+		root_fd = create_trace(root, sizeof(root), o.force, 0);
+		if (root_fd == CREATE_NOT_REGULAR) {
+			fprintf(stderr, "heapslope record: cannot replace %s: "
+					"not a regular file (-f replaces "
+					"regular files and symlinks only)\n",
+				o.output);
+			return 1;
+		}
 		if (root_fd < 0) {
 			fprintf(stderr, "heapslope record: cannot create %s: "
 					"%s%s\n", o.output, strerror(errno),
@@ -523,14 +774,15 @@ int cmd_record(int argc, char **argv)
 			goto toolong;
 	}
 	setenv("HEAPSLOPE_OUTPUT", tmpl, 1);
-	if (pipe2(errp, O_CLOEXEC) || pipe2(rep, O_NONBLOCK)) {
+	rep = reports_open(report, sizeof(report));
+	if (rep < 0) {
+		perror("heapslope record: report socket");
+		goto out;
+	}
+	if (pipe2(errp, O_CLOEXEC)) {
 		perror("heapslope record: pipe");
 		goto out;
 	}
-	fcntl(rep[0], F_SETFD, FD_CLOEXEC);
-	char num[32];
-	snprintf(num, sizeof(num), "%d", rep[1]);
-	setenv("HEAPSLOPE_REPORT_FD", num, 1);
 
 	struct sigaction ign = { .sa_handler = SIG_IGN }, fwd = { 0 }, old_int,
 			 old_quit;
@@ -543,17 +795,15 @@ int cmd_record(int argc, char **argv)
 	}
 	if (child_pid == 0) {
 		close(errp[0]);
-		close(rep[0]);
+		close(rep);
 		if (!o.output) {
 			/* the default name carries the child's pid */
 			if (default_name(prog, getpid(), root, sizeof(root)))
 				_exit(127);
 			root_fd = -2;
 		}
-		run_child(&o, lib, root, root_fd, errp[1]);
+		run_child(&o, lib, root, root_fd, errp[1], report);
 	}
-	if (!o.output && default_name(prog, child_pid, root, sizeof(root)))
-		root[0] = 0;
 	/* like a shell: the terminal's signals go to the child; ours are
 	 * passed on */
 	sigaction(SIGINT, &ign, &old_int);
@@ -562,34 +812,33 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGHUP, &fwd, NULL);
 	close(errp[1]);
 	errp[1] = -1;
-	close(rep[1]);
-	rep[1] = -1;
 	if (root_fd >= 0)
 		close(root_fd);
 	root_fd = -1;
 
-	int msg[2];
-	ssize_t got;
-	do
-		got = read(errp[0], msg, sizeof(msg));
-	while (got < 0 && errno == EINTR);
-	if (got == (ssize_t)sizeof(msg)) {
+	int got;
+	while ((got = read_msg(errp[0], &msg)) > 0 && msg.stage == STAGE_PATH)
+		snprintf(root, sizeof(root), "%s", msg.path);
+	if (got > 0) {
 		waitpid(child_pid, NULL, 0);
-		if (msg[0] == 2 && root[0])
+		if (msg.stage == STAGE_EXEC && root[0])
 			unlink(root); /* nothing ran: leave no empty trace */
-		if (msg[0] == 2)
+		if (msg.stage == STAGE_EXEC)
 			fprintf(stderr, "heapslope record: cannot run %s: %s\n",
-				o.cmd[0], strerror(msg[1]));
+				o.cmd[0], strerror(msg.err));
 		else
 			fprintf(stderr, "heapslope record: cannot create the "
-					"trace: %s\n", strerror(msg[1]));
-		rc = msg[0] == 2 ? 127 : 1;
+					"trace%s%s: %s\n", msg.path[0] ? " " : "",
+				msg.path, strerror(msg.err));
+		rc = msg.stage == STAGE_EXEC ? 127 : 1;
 		goto out;
 	}
+	if (!o.output && !root[0])
+		default_name(prog, child_pid, root, sizeof(root));
 	for (;;) {
-		struct pollfd pfd = { rep[0], POLLIN, 0 };
+		struct pollfd pfd = { rep, POLLIN, 0 };
 		poll(&pfd, 1, 100);
-		read_reports(rep[0], repbuf, sizeof(repbuf), &replen, &paths);
+		reports_drain(rep, &paths);
 		pid_t w = waitpid(child_pid, &status, WNOHANG);
 		if (w == child_pid)
 			break;
@@ -598,28 +847,32 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	}
-	read_reports(rep[0], repbuf, sizeof(repbuf), &replen, &paths);
+	reports_drain(rep, &paths);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
-	if (root[0] && trace_append_exit(root, status))
-		fprintf(stderr, "heapslope record: note: %s\n",
-			hs_last_error());
-	if (root[0])
+	if (root[0] && check_trace(root, prog, why) == 0) {
+		if (trace_append_exit(root, status))
+			fprintf(stderr, "heapslope record: note: %s\n",
+				hs_last_error());
 		paths_add(&paths, root, strlen(root));
-	for (size_t i = 0; i < paths.n; i++)
+	}
+	for (size_t i = 0; i < paths.n; i++) {
+		if (strcmp(paths.v[i], root) && check_trace(paths.v[i], prog,
+							    NULL))
+			continue;
 		print_path(paths.v[i]);
+	}
 	rc = WIFEXITED(status) ? WEXITSTATUS(status)
 	     : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 	goto out;
 toolong:
 	fprintf(stderr, "heapslope record: output path too long\n");
 out:
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		if (errp[i] >= 0)
 			close(errp[i]);
-		if (rep[i] >= 0)
-			close(rep[i]);
-	}
+	if (rep >= 0)
+		close(rep);
 	if (root_fd >= 0)
 		close(root_fd);
 	for (size_t i = 0; i < paths.n; i++)

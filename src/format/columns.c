@@ -139,6 +139,7 @@ static int walk(unsigned tag, struct cursor *row_in, struct sink *row_out,
 				return -1;
 		return 0;
 	case HS_REC_EXEC:
+	case HS_REC_STOP:
 		return STR(REST);
 	default:
 		return -1;

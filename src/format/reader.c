@@ -82,6 +82,7 @@ void header_finish(struct hs_header *h)
 	free(h->recorder_version);
 	free(h->unwind);
 	free(h->allocator);
+	free(h->malloc_owner);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -137,6 +138,10 @@ int header_parse(const uint8_t *buf, size_t len, unsigned version,
 			break;
 		case HS_HDR_ALLOCATOR:
 			if (set_string(&h->allocator, val, n))
+				goto fail;
+			break;
+		case HS_HDR_MALLOC_OWNER:
+			if (set_string(&h->malloc_owner, val, n))
 				goto fail;
 			break;
 		case HS_HDR_ARG: {
@@ -632,6 +637,7 @@ int reader_next(struct hs_reader *r, struct hs_record *rec)
 		GET(rec->wait_status);
 		break;
 	case HS_REC_EXEC:
+	case HS_REC_STOP:
 		GET_STR(rec->str, rec->str_len);
 		break;
 	default:

@@ -22,6 +22,7 @@ struct hs_header {
 	char *recorder_version;
 	char *unwind;
 	char *allocator;
+	char *malloc_owner; /* the program's malloc is not the recorder's */
 };
 
 struct hs_segment {

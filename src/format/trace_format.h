@@ -37,6 +37,10 @@ enum hs_hdr_key {
 	HS_HDR_ALLOCATOR = 13,  /* allocator name (glibc unless told) */
 	HS_HDR_HEAP_START = 14, /* start of the brk heap (start_brk), 0 if
 				 * unknown */
+	HS_HDR_MALLOC_OWNER = 15, /* string: the object whose malloc the
+				   * program calls, when it is not the
+				   * recorder's: nothing through it is
+				   * recorded */
 };
 
 enum hs_opt {
@@ -67,6 +71,8 @@ enum hs_tag {
 	HS_REC_END = 0x0a,     /* reason, n, then n counters (HS_COUNT_*) */
 	HS_REC_EXIT = 0x0b,    /* wait status of the process, from `record` */
 	HS_REC_EXEC = 0x0c,    /* path(str): the process is about to exec */
+	HS_REC_STOP = 0x0d,    /* reason(str): recording stopped early, on an
+	                        * error; an END record follows if it can */
 	HS_REC_ALLOC = 0x10,   /* | fn: size, stack, dptr(sv) */
 	HS_REC_FREE = 0x20,    /* | fn: dptr(sv) */
 	HS_REC_REALLOC = 0x30, /* | fn: dptr(sv) old, dptr(sv) new vs old,
@@ -124,6 +130,7 @@ enum hs_count {
 	HS_COUNT_THREADS,
 	HS_COUNT_MMAPS,
 	HS_COUNT_MUNMAPS,
+	HS_COUNT_UNRECORDED, /* calls the recorder saw but could not record */
 	HS_COUNT_MAX
 };
 

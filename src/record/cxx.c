@@ -114,12 +114,15 @@ static void *resolve_op(enum op id, const void *caller)
 	void *f = __atomic_load_n(&reals[id], __ATOMIC_ACQUIRE);
 	if (__builtin_expect(f != NULL, 1))
 		return f;
-	/* the loader's lookups set errno: not the program's */
+	/* the loader's lookups set errno: not the program's; what they
+	 * allocate is the recorder's */
 	int e = errno;
+	internal_begin();
 	f = find_op(id, caller);
 	Dl_info info;
 	if (f && dladdr(f, &info) && info.dli_fname && info.dli_fname[0])
 		(void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	internal_end();
 	if (f)
 		__atomic_store_n(&reals[id], f, __ATOMIC_RELEASE);
 	errno = e;
@@ -180,7 +183,7 @@ static void record(unsigned fn, const void *p, size_t size,
 		   const struct cxx_flight *fl)
 {
 	int e = errno;
-	lock_take(&hs_rec.lock);
+	rec_lock();
 	rec_realloc_end(fn, NULL, p, size, fl->depth, fl->ips);
 	errno = e;
 }
@@ -199,6 +202,7 @@ hs_cxx_personality(int version, int actions, uint64_t cls, const void *ue,
 	if (!fl || !(actions & UA_CLEANUP_PHASE))
 		return URC_CONTINUE_UNWIND;
 	cxx_flight = NULL;
+	internal_end();
 	record(fl->fn, NULL, fl->size, fl);
 	unsigned n = fl->noted < CXX_NOTED ? fl->noted : CXX_NOTED;
 	for (unsigned i = 1; i <= n; i++) {
@@ -210,7 +214,7 @@ hs_cxx_personality(int version, int actions, uint64_t cls, const void *ue,
 		}
 	}
 	int e = errno;
-	hs_thread.busy = 0;
+	busy_leave(&hs_thread);
 	errno = e;
 	return URC_CONTINUE_UNWIND;
 }
@@ -227,7 +231,7 @@ cxx_new(enum op id, enum shape s, size_t n, size_t al, const void *nt,
 	struct tstate *t = &hs_thread;
 	if (!cxx_records() || !recorder_wants(t))
 		return call_new(resolve_op(id, caller), s, n, al, nt);
-	t->busy = 1;
+	busy_enter(t);
 	const void *f = resolve_op(id, caller);
 	struct cxx_flight fl; /* blocks[] is written before it is read */
 	fl.fn = s == ALIGNED || s == ALIGNED_NOTHROW ? HS_FN_ALIGNED_ALLOC
@@ -237,11 +241,14 @@ cxx_new(enum op id, enum shape s, size_t n, size_t al, const void *nt,
 	fl.ips = t->scratch; /* free: nothing is recorded meanwhile */
 	fl.depth = unwind_capture(t->scratch, hs_rec.depth);
 	cxx_flight = &fl;
+	/* what the real operator allocates is its own (noted, not recorded) */
+	internal_begin();
 	void *p = call_new_framed(f, s, n, al, nt);
+	internal_end();
 	cxx_flight = NULL;
 	record(fl.fn, p, n, &fl);
 	int e = errno;
-	t->busy = 0;
+	busy_leave(t);
 	errno = e;
 	return p;
 }
@@ -285,13 +292,15 @@ INLINE void cxx_delete(enum op id, enum shape s, void *p, size_t n,
 		return;
 	}
 	int e = errno;
-	t->busy = 1;
+	busy_enter(t);
 	if (p)
 		rec_free(HS_FN_FREE, p);
 	errno = e;
+	internal_begin();
 	call_delete(resolve_op(id, caller), s, p, n, al, nt);
+	internal_end();
 	e = errno;
-	t->busy = 0;
+	busy_leave(t);
 	errno = e;
 }
 

@@ -5,6 +5,7 @@
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -42,6 +43,8 @@ static struct {
 	int (*execveat)(int, const char *, char *const[], char *const[], int);
 	void (*_exit)(int) __attribute__((noreturn));
 	int (*pthread_setname_np)(pthread_t, const char *);
+	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
+	int (*pipe2)(int[2], int);
 } real;
 
 /* dlsym may allocate before the real allocator is known: serve those few
@@ -93,6 +96,8 @@ static void resolve(void)
 	RESOLVE(execveat);
 	RESOLVE(_exit);
 	RESOLVE(pthread_setname_np);
+	RESOLVE(pthread_getattr_np);
+	RESOLVE(pipe2);
 	resolving = 0;
 }
 
@@ -106,25 +111,34 @@ static inline int ready(void)
 	return real.free != NULL;
 }
 
-/* Runs the real call with the thread marked busy, then records. */
+/* Runs the real call with the thread marked busy, then records (or, for
+ * a nested call, hands it to rec_nested). */
 #define HOOK_BEGIN()                                                         \
 	struct tstate *t = &hs_thread;                                       \
-	int recording = recorder_wants(t);                                   \
-	if (recording)                                                       \
-		t->busy = 1
+	enum hook_mode mode = hook_mode(t);                                  \
+	if (mode != HOOK_PASS)                                               \
+	busy_enter(t)
 #define HOOK_END()                                                           \
 	do {                                                                 \
-		if (recording) {                                             \
+		if (mode != HOOK_PASS) {                                     \
 			int e_ = errno;                                      \
-			t->busy = 0;                                         \
+			busy_leave(t);                                       \
 			errno = e_;                                          \
 		}                                                            \
 	} while (0)
+#define CALLER __builtin_return_address(0)
+/* The real function: what it calls of the API itself (glibc's
+ * reallocarray calls realloc) is its own business, never recorded. */
+#define REAL(call) (internal_begin(), real_ = (call), internal_end(), real_)
 
-static void record_result(unsigned fn, const void *p, size_t size)
+static void record_result(enum hook_mode mode, unsigned fn, const void *p,
+			  size_t size, const void *caller)
 {
 	int e = errno;
-	if (p)
+	if (mode == HOOK_NESTED)
+		rec_nested(p ? HS_REC_ALLOC : HS_REC_FAIL, fn, NULL, p, size,
+			   caller);
+	else if (p)
 		rec_alloc(fn, p, size);
 	else
 		rec_fail(fn, size);
@@ -136,9 +150,9 @@ EXPORT void *malloc(size_t n)
 	if (unlikely(!ready()))
 		return boot_alloc(n);
 	HOOK_BEGIN();
-	void *p = real.malloc(n);
-	if (recording)
-		record_result(HS_FN_MALLOC, p, n);
+	void *real_, *p = REAL(real.malloc(n));
+	if (mode != HOOK_PASS)
+		record_result(mode, HS_FN_MALLOC, p, n, CALLER);
 	else
 		cxx_note(HS_FN_MALLOC, p, n);
 	HOOK_END();
@@ -152,12 +166,17 @@ EXPORT void free(void *p)
 	if (unlikely(!ready()))
 		return;
 	HOOK_BEGIN();
-	if (recording) {
+	if (mode != HOOK_PASS) {
 		int e = errno;
-		rec_free(HS_FN_FREE, p);
+		if (mode == HOOK_NESTED)
+			rec_nested(HS_REC_FREE, HS_FN_FREE, NULL, p, 0, NULL);
+		else
+			rec_free(HS_FN_FREE, p);
 		errno = e;
 	}
+	internal_begin();
 	real.free(p);
+	internal_end();
 	HOOK_END();
 }
 
@@ -170,38 +189,47 @@ EXPORT void *calloc(size_t n, size_t size)
 		return boot_alloc(total); /* static memory is zeroed */
 	}
 	HOOK_BEGIN();
-	void *p = real.calloc(n, size);
-	if (recording) {
+	void *real_, *p = REAL(real.calloc(n, size));
+	if (mode != HOOK_PASS) {
 		size_t total;
 		if (__builtin_mul_overflow(n, size, &total))
 			total = SIZE_MAX;
-		record_result(HS_FN_CALLOC, p, total);
+		record_result(mode, HS_FN_CALLOC, p, total, CALLER);
 	}
 	HOOK_END();
 	return p;
 }
 
+#define REAL_REALLOC()                                                       \
+	REAL(fn == HS_FN_REALLOC ? real.realloc(old, size)                   \
+				 : real.reallocarray(old, n, size))
+
 static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 			    int overflow)
 {
 	HOOK_BEGIN();
-	void *p;
-	if (recording) {
+	void *p, *real_;
+	size_t total = overflow ? SIZE_MAX : fn == HS_FN_REALLOC ? size
+								 : n * size;
+	if (mode == HOOK_RECORD) {
 		int depth;
 		uintptr_t *ips = hs_thread.scratch;
 		rec_realloc_begin(&depth, ips);
-		p = fn == HS_FN_REALLOC ? real.realloc(old, size)
-					: real.reallocarray(old, n, size);
+		p = REAL_REALLOC();
 		int e = errno;
-		rec_realloc_end(fn, old, p,
-				overflow ? SIZE_MAX : fn == HS_FN_REALLOC
-							      ? size
-							      : n * size,
-				depth, ips);
+		rec_realloc_end(fn, old, p, total, depth, ips);
+		errno = e;
+	} else if (mode == HOOK_NESTED) {
+		/* the outer call may be a realloc using scratch */
+		uintptr_t ips[HS_DEPTH_MAX];
+		int depth = unwind_capture_plain(ips, hs_rec.depth);
+		int locked = rec_nested_lock();
+		p = REAL_REALLOC();
+		int e = errno;
+		rec_nested_realloc_end(locked, fn, old, p, total, depth, ips);
 		errno = e;
 	} else {
-		p = fn == HS_FN_REALLOC ? real.realloc(old, size)
-					: real.reallocarray(old, n, size);
+		p = REAL_REALLOC();
 	}
 	HOOK_END();
 	return p;
@@ -242,9 +270,10 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	if (unlikely(!ready()))
 		return ENOMEM;
 	HOOK_BEGIN();
-	int rc = real.posix_memalign(out, align, n);
-	if (recording)
-		record_result(HS_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, n);
+	int real_, rc = REAL(real.posix_memalign(out, align, n));
+	if (mode != HOOK_PASS)
+		record_result(mode, HS_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL,
+			      n, CALLER);
 	else if (rc == 0)
 		cxx_note(HS_FN_POSIX_MEMALIGN, *out, n);
 	HOOK_END();
@@ -257,9 +286,9 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		if (unlikely(!ready()))                                      \
 			return NULL;                                         \
 		HOOK_BEGIN();                                                \
-		void *p = real.name args;                                    \
-		if (recording)                                               \
-			record_result(fn, p, size);                          \
+		void *real_, *p = REAL(real.name args);                      \
+		if (mode != HOOK_PASS)                                       \
+			record_result(mode, fn, p, size, CALLER);            \
 		else                                                         \
 			cxx_note(fn, p, size);                               \
 		HOOK_END();                                                  \
@@ -279,10 +308,13 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 {
 	if (unlikely(!ready()))
 		return MAP_FAILED;
+	/* the allocator's own maps (nested calls) belong to the heap */
 	HOOK_BEGIN();
 	void *p = real.mmap(addr, len, prot, flags, fd, off);
-	if (recording && hs_rec.record_mmap && (flags & MAP_ANONYMOUS))
-		record_result(HS_FN_MMAP, p == MAP_FAILED ? NULL : p, len);
+	if (mode == HOOK_RECORD && hs_rec.record_mmap &&
+	    (flags & MAP_ANONYMOUS))
+		record_result(mode, HS_FN_MMAP, p == MAP_FAILED ? NULL : p,
+			      len, CALLER);
 	HOOK_END();
 	return p;
 }
@@ -294,7 +326,7 @@ EXPORT int munmap(void *addr, size_t len)
 	if (unlikely(!ready()))
 		return -1;
 	HOOK_BEGIN();
-	if (recording && hs_rec.record_mmap) {
+	if (mode == HOOK_RECORD && hs_rec.record_mmap) {
 		int e = errno;
 		rec_munmap(addr, len);
 		errno = e;
@@ -317,7 +349,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 		return MAP_FAILED;
 	HOOK_BEGIN();
 	void *p;
-	if (recording && hs_rec.record_mmap) {
+	if (mode == HOOK_RECORD && hs_rec.record_mmap) {
 		int depth;
 		uintptr_t *ips = hs_thread.scratch;
 		rec_realloc_begin(&depth, ips);
@@ -335,18 +367,56 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 
 /* ---- process lifetime: exec and _exit end an image without exit() ---- */
 
-static const char execed_var[] = "HEAPSLOPE_EXECED=1";
-
-/* The environment for the new image: the program's, plus a note that a
- * recorded process exec'd it (in `out`, which has room for n + 2). */
-static char *const *mark_env(char *const envp[], char **out, size_t n)
+/* The environment for the new image, in out (room for n + 2 entries,
+ * and `text` for the strings made here): the program's, with
+ * HEAPSLOPE_EXECED naming this process (so that the image knows it was
+ * exec'd here, and what the image before it left is not taken for that);
+ * under --no-follow, without the recorder in LD_PRELOAD. */
+#define EXEC_TEXT 8300
+static char *const *exec_env(char *const envp[], char **out, size_t n,
+			     char *text)
 {
-	if (!hs_rec.follow || !hs_rec.on || !envp)
+	static const char execed[] = "HEAPSLOPE_EXECED=",
+			  preload[] = "LD_PRELOAD=";
+	Dl_info self;
+	size_t k = 0, used = 0;
+	if (!envp)
 		return envp;
-	for (size_t i = 0; i < n; i++)
-		out[i] = envp[i];
-	out[n] = (char *)execed_var;
-	out[n + 1] = NULL;
+	const char *lib = !hs_rec.follow && dladdr((void *)recorder_init,
+						   &self)
+				  ? self.dli_fname
+				  : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *v = envp[i];
+		if (!strncmp(v, execed, sizeof(execed) - 1))
+			continue;
+		if (lib && !strncmp(v, preload, sizeof(preload) - 1)) {
+			/* the list without our library, as the loader splits
+			 * it: on spaces and colons */
+			char *o = text + used;
+			size_t cap = EXEC_TEXT - 64 - used, l = 0;
+			memcpy(o, preload, sizeof(preload) - 1);
+			l = sizeof(preload) - 1;
+			for (const char *s = v + l; *s;) {
+				size_t w = strcspn(s, ": ");
+				int ours = w == strlen(lib) && !memcmp(s, lib, w);
+				if (w && !ours && l + w + 2 < cap) {
+					if (l > sizeof(preload) - 1)
+						o[l++] = ' ';
+					memcpy(o + l, s, w);
+					l += w;
+				}
+				s += w + (s[w] != 0);
+			}
+			o[l++] = 0;
+			used += l;
+			v = o;
+		}
+		out[k++] = (char *)v;
+	}
+	snprintf(text + used, 64, "%s%d", execed, (int)getpid());
+	out[k++] = text + used;
+	out[k] = NULL;
 	return out;
 }
 
@@ -364,7 +434,8 @@ static size_t env_count(char *const envp[])
 		return -1;                                                   \
 	size_t n_ = env_count(envp);                                         \
 	char **env_ = __builtin_alloca((n_ + 2) * sizeof(char *));           \
-	char *const *use_ = mark_env(envp, env_, n_);                        \
+	char *text_ = __builtin_alloca(EXEC_TEXT);                           \
+	char *const *use_ = exec_env(envp, env_, n_, text_);                 \
 	int e_ = errno;                                                      \
 	recorder_before_exec(path);                                          \
 	errno = e_;                                                          \
@@ -458,37 +529,76 @@ EXPORT int pthread_setname_np(pthread_t th, const char *name)
 	if (unlikely(!ready()))
 		return ENOSYS;
 	int rc = real.pthread_setname_np(th, name);
+	struct tstate *t = &hs_thread;
 	if (rc == 0 && pthread_equal(th, pthread_self()) &&
-	    recorder_wants(&hs_thread)) {
-		hs_thread.busy = 1;
+	    recorder_wants(t)) {
+		busy_enter(t);
 		rec_thread_name(name);
-		hs_thread.busy = 0;
+		busy_leave(t);
 	}
 	return rc;
 }
 
+/* glibc holds the thread's descriptor lock while this allocates: the
+ * unwinder must not call it again underneath (guard.h). */
+EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+	if (unlikely(!ready()) || !real.pthread_getattr_np)
+		return ENOSYS;
+	hs_guard.getattr++;
+	int rc = real.pthread_getattr_np(th, attr);
+	hs_guard.getattr--;
+	return rc;
+}
+
+/* libunwind keeps a pipe to probe memory with (it writes a byte from the
+ * address into it and reads it back), and opens it again whenever a read
+ * fails.  On the program's lowest free descriptors it would take the
+ * numbers the program is about to open, and after the program closed
+ * them and opened files there, write into those.  Pipes the recorder's
+ * own code opens go to high descriptors instead, out of the way. */
+#define HIGH_FD 710
+EXPORT int pipe2(int fds[2], int flags)
+{
+	if (unlikely(!ready()) || !real.pipe2) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int rc = real.pipe2(fds, flags);
+	if (rc || !hs_guard.internal)
+		return rc;
+	for (int i = 0; i < 2; i++) {
+		int high = fcntl(fds[i], F_DUPFD_CLOEXEC, HIGH_FD);
+		if (high >= 0) {
+			close(fds[i]);
+			fds[i] = high;
+		}
+	}
+	return 0;
+}
+
 /* ---- the marker API (heapslope.h) ---- */
+
+static void mark(unsigned kind, const char *label)
+{
+	struct tstate *t = &hs_thread;
+	if (!recorder_wants(t))
+		return;
+	int e = errno;
+	busy_enter(t);
+	rec_mark(kind, label);
+	busy_leave(t);
+	errno = e;
+}
 
 EXPORT void heapslope_mark_batch(void)
 {
-	if (!recorder_wants(&hs_thread))
-		return;
-	int e = errno;
-	hs_thread.busy = 1;
-	rec_mark(HS_MARK_BATCH, NULL);
-	hs_thread.busy = 0;
-	errno = e;
+	mark(HS_MARK_BATCH, NULL);
 }
 
 EXPORT void heapslope_mark(const char *label)
 {
-	if (!recorder_wants(&hs_thread))
-		return;
-	int e = errno;
-	hs_thread.busy = 1;
-	rec_mark(HS_MARK_LABEL, label);
-	hs_thread.busy = 0;
-	errno = e;
+	mark(HS_MARK_LABEL, label);
 }
 
 __attribute__((constructor)) static void preload_init(int argc, char **argv)

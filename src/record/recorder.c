@@ -7,12 +7,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +36,21 @@ __thread struct tstate hs_thread HS_TLS;
 struct recorder hs_rec = {
 	.fd = -1,
 };
+static struct live live_none; /* before start-up: nothing is recorded */
+struct live *hs_live = &live_none;
 static hs_lock mod_lock;
+
+/* What `heapslope record` passed in the environment, read once at
+ * start-up: later, getenv may be the program's own (bash's reads its
+ * shell variables). */
+static struct {
+	char output[4096];  /* trace name template */
+	char report[108];   /* abstract socket of `heapslope record` */
+	char fd_token[128]; /* the first image's trace: fd:pid:dev:ino */
+	char fd_path[4096]; /* and its path */
+	long root_pid;      /* the process `heapslope record` started */
+	long execed_pid;    /* the process that exec'd this image, or 0 */
+} env;
 
 static long env_long(const char *name, long def, long lo, long hi)
 {
@@ -46,18 +64,17 @@ static long env_long(const char *name, long def, long lo, long hi)
 	return v;
 }
 
-static pid_t thread_id(struct tstate *t)
+static void env_copy(const char *name, char *out, size_t cap)
 {
-	if (!t->tid)
-		t->tid = (pid_t)syscall(SYS_gettid);
-	return t->tid;
+	const char *s = getenv(name);
+	snprintf(out, cap, "%s", s ? s : "");
 }
 
 /* Lock held: announces a new thread and switches the stream to it. */
 static uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
 {
 	struct recorder *R = &hs_rec;
-	pid_t tid = thread_id(t);
+	pid_t tid = hs_tid();
 	if (t->seen_gen != R->gen) {
 		char name[17] = "";
 		t->seen_gen = R->gen;
@@ -168,7 +185,11 @@ static struct leaf *thread_leaves(struct tstate *t)
 		/* mapped, not in TLS: threads with tiny stacks stay possible;
 		 * the key's destructor unmaps it when the thread ends */
 		t->leaves = rmem_map(HS_LEAVES * sizeof(struct leaf));
-		if (t->leaves && pthread_setspecific(leaves_key, t->leaves)) {
+		internal_begin();
+		int rc = t->leaves ? pthread_setspecific(leaves_key, t->leaves)
+				   : 0;
+		internal_end();
+		if (rc) {
 			rmem_unmap(t->leaves, HS_LEAVES * sizeof(struct leaf));
 			t->leaves = NULL;
 		}
@@ -208,6 +229,12 @@ static void count_event(unsigned counter)
 	hs_rec.events_since_tick = 1;
 }
 
+static void count_unrecorded(void)
+{
+	__atomic_fetch_add(&hs_rec.counts[HS_COUNT_UNRECORDED], 1,
+			   __ATOMIC_RELAXED);
+}
+
 /* New code (a dlopen) shows up as new stack nodes: check the loader then,
  * outside the lock, so module records follow the first stack into it. */
 static void after_fresh_nodes(int fresh)
@@ -216,41 +243,169 @@ static void after_fresh_nodes(int fresh)
 		rec_modules_changed();
 }
 
-static void stack_event(unsigned tag, unsigned fn, const void *ptr,
-			uint64_t size)
+/* One heap event, as the hooks see it. */
+struct event {
+	unsigned kind, fn; /* HS_REC_ALLOC, _FREE, _REALLOC, _FAIL, _MUNMAP */
+	uintptr_t old, ptr;
+	uint64_t size;
+};
+
+/* Lock held: appends e with the stack ips[0..n) (unused by frees).
+ * memo: the unwinder's word for that stack, or NULL. */
+static void put_event(const struct event *e, const uintptr_t *ips, int n,
+		      uint64_t *memo, int *fresh)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
-	uintptr_t ips[HS_DEPTH_MAX];
-	int n = unwind_capture(ips, R->depth);
-	uint64_t *memo = unwind_memo();
-	int fresh = 0;
-	lock_take(&R->lock);
-	uint8_t *p = R->on ? reserve(event_bound(n)) : NULL;
-	if (p) {
-		p = thread_prefix(t, p);
+	uint8_t *p = hs_live->on ? reserve(event_bound(n)) : NULL;
+	if (!p)
+		return;
+	p = thread_prefix(t, p);
+	uint32_t id = 0;
+	if (e->kind != HS_REC_FREE && e->kind != HS_REC_MUNMAP) {
 		/* the unwinder keeps this place's stack id for us: no hash */
-		uint32_t id;
 		if (memo && *memo >> 32 == R->gen) {
 			id = (uint32_t)*memo;
 		} else {
-			id = intern(t, ips, n, &p, &fresh);
+			id = intern(t, ips, n, &p, fresh);
 			if (memo && id)
 				*memo = (uint64_t)R->gen << 32 | id;
 		}
-		if (tag == HS_REC_ALLOC) {
-			if (fn == HS_FN_MMAP)
-				anonmap_add((uintptr_t)ptr, size);
-			p = enc_alloc(&R->enc, p, fn, (uintptr_t)ptr, size, id);
-			count_event(fn == HS_FN_MMAP ? HS_COUNT_MMAPS
-						     : HS_COUNT_ALLOCATIONS);
-		} else {
-			p = enc_fail(p, fn, size, id);
-			count_event(HS_COUNT_FAILED);
-		}
-		commit(p);
 	}
-	lock_give(&R->lock);
+	switch (e->kind) {
+	case HS_REC_ALLOC:
+		p = enc_alloc(&R->enc, p, e->fn, e->ptr, e->size, id);
+		count_event(e->fn == HS_FN_MMAP ? HS_COUNT_MMAPS
+						: HS_COUNT_ALLOCATIONS);
+		break;
+	case HS_REC_FAIL:
+		p = enc_fail(p, e->fn, e->size, id);
+		count_event(HS_COUNT_FAILED);
+		break;
+	case HS_REC_FREE:
+		p = enc_free(&R->enc, p, e->fn, e->ptr);
+		count_event(HS_COUNT_FREES);
+		break;
+	case HS_REC_MUNMAP:
+		p = enc_munmap(&R->enc, p, e->ptr, e->size);
+		count_event(HS_COUNT_MUNMAPS);
+		break;
+	default:
+		p = enc_realloc(&R->enc, p, e->fn, e->old, e->ptr, e->size,
+				id);
+		count_event(e->fn == HS_FN_MREMAP ? HS_COUNT_MMAPS
+						  : HS_COUNT_REALLOCS);
+	}
+	commit(p);
+}
+
+/* ---- the lock, and nested calls set aside while it is held ---- */
+
+/* Lock held by this thread: writes its nested events kept aside, those
+ * for which `first` says so (NULL: all). */
+static void side_flush(int (*first)(const struct side_event *, uintptr_t),
+		       uintptr_t arg, int *fresh)
+{
+	struct tstate *t = &hs_thread;
+	int keep = 0;
+	for (int i = 0; i < t->nside; i++) {
+		struct side_event *s = &t->side[i];
+		if (first && !first(s, arg)) {
+			t->side[keep++] = *s;
+			continue;
+		}
+		struct event e = { s->kind, s->fn, s->old, s->ptr, s->size };
+		put_event(&e, s->ips, s->n, NULL, fresh);
+	}
+	t->nside = keep;
+}
+
+void rec_lock(void)
+{
+	lock_take(&hs_rec.lock, hs_tid());
+}
+
+void rec_unlock(void)
+{
+	int fresh = 0;
+	if (__builtin_expect(hs_thread.nside != 0, 0))
+		side_flush(NULL, 0, &fresh);
+	lock_give(&hs_rec.lock);
+	after_fresh_nodes(fresh);
+}
+
+int rec_nested_lock(void)
+{
+	if (lock_owned(&hs_rec.lock, hs_tid()))
+		return 0;
+	rec_lock();
+	return 1;
+}
+
+/* Lock held by this thread, which was interrupted there: e waits. */
+static void side_add(const struct event *e, const uintptr_t *ips, int n)
+{
+	struct tstate *t = &hs_thread;
+	if (t->nside == SIDE_EVENTS) {
+		count_unrecorded();
+		return;
+	}
+	struct side_event *s = &t->side[t->nside];
+	if (n > SIDE_DEPTH)
+		n = SIDE_DEPTH;
+	s->kind = (uint8_t)e->kind;
+	s->fn = (uint8_t)e->fn;
+	s->n = (uint16_t)n;
+	s->old = e->old;
+	s->ptr = e->ptr;
+	s->size = e->size;
+	memcpy(s->ips, ips, (size_t)n * sizeof(*ips));
+	/* published last: a handler interrupting this one sees it whole */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->nside++;
+}
+
+void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
+		size_t size, const void *ra)
+{
+	struct recorder *R = &hs_rec;
+	struct event e = { kind, fn, (uintptr_t)old, (uintptr_t)ptr, size };
+	uintptr_t ips[HS_DEPTH_MAX];
+	int n = 0;
+	if (kind != HS_REC_FREE && kind != HS_REC_MUNMAP) {
+		n = unwind_capture_plain(ips, R->depth);
+		if (n == 0 && ra) {
+			ips[0] = (uintptr_t)ra;
+			n = 1;
+		}
+	}
+	if (lock_owned(&R->lock, hs_tid())) {
+		side_add(&e, ips, n);
+		return;
+	}
+	int fresh = 0;
+	rec_lock();
+	put_event(&e, ips, n, NULL, &fresh);
+	rec_unlock();
+	after_fresh_nodes(fresh);
+}
+
+/* ---- events ---- */
+
+static void stack_event(unsigned kind, unsigned fn, const void *ptr,
+			uint64_t size)
+{
+	struct recorder *R = &hs_rec;
+	uintptr_t ips[HS_DEPTH_MAX];
+	int n = unwind_capture(ips, R->depth);
+	uint64_t *memo = unwind_memo();
+	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
+	int fresh = 0;
+	rec_lock();
+	if (kind == HS_REC_ALLOC && fn == HS_FN_MMAP)
+		anonmap_add((uintptr_t)ptr, size);
+	put_event(&e, ips, n, memo, &fresh);
+	rec_unlock();
 	after_fresh_nodes(fresh);
 }
 
@@ -266,37 +421,29 @@ void rec_fail(unsigned fn, size_t size)
 
 void rec_free(unsigned fn, const void *ptr)
 {
-	struct recorder *R = &hs_rec;
-	lock_take(&R->lock);
-	uint8_t *p = R->on ? reserve(PREFIX_MAX + HS_EVENT_MAX) : NULL;
-	if (p) {
-		p = thread_prefix(&hs_thread, p);
-		commit(enc_free(&R->enc, p, fn, (uintptr_t)ptr));
-		count_event(HS_COUNT_FREES);
-	}
-	lock_give(&R->lock);
+	struct event e = { HS_REC_FREE, fn, 0, (uintptr_t)ptr, 0 };
+	int fresh = 0;
+	rec_lock();
+	put_event(&e, NULL, 0, NULL, &fresh);
+	rec_unlock();
 }
 
 void rec_munmap(const void *ptr, size_t len)
 {
-	struct recorder *R = &hs_rec;
-	lock_take(&R->lock);
+	struct event e = { HS_REC_MUNMAP, HS_FN_MUNMAP, 0, (uintptr_t)ptr,
+			   len };
+	int fresh = 0;
+	rec_lock();
 	/* only memory the program mapped anonymously: not its files */
-	uint8_t *p = R->on && anonmap_remove((uintptr_t)ptr, len)
-			     ? reserve(PREFIX_MAX + HS_EVENT_MAX)
-			     : NULL;
-	if (p) {
-		p = thread_prefix(&hs_thread, p);
-		commit(enc_munmap(&R->enc, p, (uintptr_t)ptr, len));
-		count_event(HS_COUNT_MUNMAPS);
-	}
-	lock_give(&R->lock);
+	if (anonmap_remove((uintptr_t)ptr, len))
+		put_event(&e, NULL, 0, NULL, &fresh);
+	rec_unlock();
 }
 
 void rec_realloc_begin(int *depth, uintptr_t *ips)
 {
 	*depth = unwind_capture(ips, hs_rec.depth);
-	lock_take(&hs_rec.lock);
+	rec_lock();
 }
 
 void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
@@ -304,7 +451,7 @@ void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
 {
 	/* a remapped file mapping is none of our business */
 	if (!anonmap_remove((uintptr_t)old, old_len)) {
-		lock_give(&hs_rec.lock);
+		rec_unlock();
 		return;
 	}
 	if (ptr)
@@ -314,39 +461,49 @@ void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
 	rec_realloc_end(HS_FN_MREMAP, old, ptr, len, n, ips);
 }
 
+/* A nested call that freed the block a realloc then returned happened
+ * before the realloc took it. */
+static int frees_result(const struct side_event *s, uintptr_t result)
+{
+	return s->kind == HS_REC_FREE && s->ptr == result;
+}
+
+/* What a realloc-like call did. */
+static struct event realloc_event(unsigned fn, const void *old,
+				  const void *ptr, size_t size)
+{
+	struct event e = { HS_REC_REALLOC, fn, (uintptr_t)old, (uintptr_t)ptr,
+			   size };
+	if (old && !ptr && size == 0)
+		e.kind = HS_REC_FREE, e.ptr = (uintptr_t)old; /* realloc(p, 0) */
+	else if (!ptr)
+		e.kind = HS_REC_FAIL;
+	else if (!old)
+		e.kind = HS_REC_ALLOC;
+	return e;
+}
+
+void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
+			    const void *ptr, size_t size, int n,
+			    const uintptr_t *ips)
+{
+	if (locked) {
+		rec_realloc_end(fn, old, ptr, size, n, ips);
+	} else {
+		struct event e = realloc_event(fn, old, ptr, size);
+		side_add(&e, ips, n);
+	}
+}
+
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 		     size_t size, int n, const uintptr_t *ips)
 {
-	struct recorder *R = &hs_rec;
-	struct tstate *t = &hs_thread;
+	struct event e = realloc_event(fn, old, ptr, size);
 	int fresh = 0;
-	uint8_t *p = R->on ? reserve(event_bound(n)) : NULL;
-	if (p) {
-		p = thread_prefix(t, p);
-		if (old && !ptr && size == 0) {
-			/* realloc(p, 0) that freed p */
-			p = enc_free(&R->enc, p, fn, (uintptr_t)old);
-			count_event(HS_COUNT_FREES);
-		} else {
-			uint32_t id = intern(t, ips, n, &p, &fresh);
-			if (!ptr) {
-				p = enc_fail(p, fn, size, id);
-				count_event(HS_COUNT_FAILED);
-			} else if (!old) {
-				p = enc_alloc(&R->enc, p, fn, (uintptr_t)ptr,
-					      size, id);
-				count_event(HS_COUNT_ALLOCATIONS);
-			} else {
-				p = enc_realloc(&R->enc, p, fn, (uintptr_t)old,
-						(uintptr_t)ptr, size, id);
-				count_event(fn == HS_FN_MREMAP
-						    ? HS_COUNT_MMAPS
-						    : HS_COUNT_REALLOCS);
-			}
-		}
-		commit(p);
-	}
-	lock_give(&R->lock);
+	if (__builtin_expect(hs_thread.nside != 0, 0) && ptr)
+		side_flush(frees_result, (uintptr_t)ptr, &fresh);
+	put_event(&e, ips, n, NULL, &fresh);
+	rec_unlock();
 	after_fresh_nodes(fresh);
 }
 
@@ -357,13 +514,13 @@ void rec_mark(unsigned kind, const char *label)
 	struct mallinfo2 mi;
 	int has_mi;
 	size_t len = label ? strnlen(label, LABEL_MAX) : 0;
-	if (!R->on)
+	if (!hs_live->on)
 		return; /* no trace: nothing to sample for */
 	int ok = take_sample(&rss, &mi, &has_mi, 1, &brk);
-	lock_take(&R->lock);
-	uint8_t *p = R->on ? reserve(PREFIX_MAX + 3 * HS_VARINT_MAX + 1 +
-				     len)
-			   : NULL;
+	rec_lock();
+	uint8_t *p = hs_live->on ? reserve(PREFIX_MAX + 3 * HS_VARINT_MAX +
+					   1 + len)
+				 : NULL;
 	if (p) {
 		p = thread_prefix(&hs_thread, p);
 		*p++ = HS_REC_MARK;
@@ -374,34 +531,35 @@ void rec_mark(unsigned kind, const char *label)
 		if (ok)
 			sample_append(now_ns(), rss, &mi, has_mi, brk);
 	}
-	lock_give(&R->lock);
+	rec_unlock();
 }
 
 void rec_thread_name(const char *name)
 {
-	struct recorder *R = &hs_rec;
 	size_t len = strnlen(name, 64);
-	lock_take(&R->lock);
-	uint8_t *p = R->on ? reserve(PREFIX_MAX + 2 * HS_VARINT_MAX + 1 + len)
-			   : NULL;
+	rec_lock();
+	uint8_t *p = hs_live->on ? reserve(PREFIX_MAX + 2 * HS_VARINT_MAX + 1 +
+					   len)
+				 : NULL;
 	if (p) {
 		p = thread_prefix(&hs_thread, p);
 		*p++ = HS_REC_THREAD_NAME;
-		p = varint_put(p, (uint64_t)thread_id(&hs_thread));
+		p = varint_put(p, (uint64_t)hs_tid());
 		commit(enc_str(p, name, len));
 	}
-	lock_give(&R->lock);
+	rec_unlock();
 }
 
 void rec_modules_changed(void)
 {
 	struct recorder *R = &hs_rec;
-	lock_take(&mod_lock);
+	int self = hs_tid();
+	lock_take(&mod_lock, self);
 	uint64_t gen = modules_generation();
 	modlist_collect(&R->scratch);
-	lock_take(&R->lock);
+	lock_take(&R->lock, self);
 	R->mod_generation = gen;
-	for (uint32_t i = 0; i < R->scratch.count && R->on; i++) {
+	for (uint32_t i = 0; i < R->scratch.count && hs_live->on; i++) {
 		const struct module *m = &R->scratch.mods[i];
 		if (modlist_contains(&R->known, m, R->scratch.pool))
 			continue;
@@ -409,7 +567,7 @@ void rec_modules_changed(void)
 		if (p)
 			commit(module_encode(p, m, R->scratch.pool));
 	}
-	for (uint32_t i = 0; i < R->known.count && R->on; i++) {
+	for (uint32_t i = 0; i < R->known.count && hs_live->on; i++) {
 		const struct module *m = &R->known.mods[i];
 		if (modlist_contains(&R->scratch, m, R->known.pool))
 			continue;
@@ -426,18 +584,28 @@ void rec_modules_changed(void)
 
 /* ---- output file ---- */
 
+/* Tells `heapslope record` about a new trace, through its abstract socket:
+ * no descriptor of ours is ever inherited by the program, and a reader
+ * that has gone (record killed, a child outliving it) costs nothing: the
+ * connection is refused, no signal, no wait. */
 static void report_path(const char *path)
 {
-	long fd = env_long("HEAPSLOPE_REPORT_FD", -1, 0, INT_MAX);
-	struct stat st;
-	/* only into the pipe of `heapslope record`, never into a file the
-	 * program opened under that number */
-	if (fd < 0 || fstat((int)fd, &st) || !S_ISFIFO(st.st_mode))
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t l = strlen(env.report);
+	if (!l || l + 1 > sizeof(a.sun_path))
 		return;
+	memcpy(a.sun_path + 1, env.report, l);
 	char line[4200];
 	int n = snprintf(line, sizeof(line), "%s\n", path);
-	if (n > 0 && (size_t)n < sizeof(line))
-		(void)!write((int)fd, line, (size_t)n);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return;
+	if (n > 0 && (size_t)n < sizeof(line) &&
+	    connect(fd, (struct sockaddr *)&a,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				l)) == 0)
+		(void)!send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
 }
 
 /* Expands %p (pid), %e (program name) and %% of the output template. */
@@ -472,9 +640,9 @@ static int expand(const char *tmpl, char *out, size_t cap)
 static int open_output(void)
 {
 	struct recorder *R = &hs_rec;
-	const char *tmpl = getenv("HEAPSLOPE_OUTPUT");
+	const char *tmpl = env.output;
 	char base[4096];
-	if (!tmpl || !*tmpl)
+	if (!*tmpl)
 		tmpl = "heapslope.%e.%p.hst";
 	if (expand(tmpl, base, sizeof(base) - 8)) {
 		hs_fail("trace path too long", 0);
@@ -501,18 +669,27 @@ static int open_output(void)
 	return 0;
 }
 
-/* The first image of `heapslope record` gets its trace already opened. */
+/* The first image of `heapslope record` gets its trace already opened, on
+ * the descriptor the token names.  The token is inherited by every
+ * process below (bash keeps exporting it whatever unsetenv does), so it
+ * proves itself: the process record started, and on that descriptor the
+ * very file record opened.  Anything else opens a trace of its own. */
 static int adopt_output(void)
 {
 	struct recorder *R = &hs_rec;
-	long fd = env_long("HEAPSLOPE_FD", -1, 0, INT_MAX);
-	const char *path = getenv("HEAPSLOPE_FD_PATH");
-	unsetenv("HEAPSLOPE_FD");
-	unsetenv("HEAPSLOPE_FD_PATH");
-	if (fd < 0 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
+	int fd;
+	long pid;
+	unsigned long long dev, ino;
+	struct stat st;
+	if (sscanf(env.fd_token, "%d:%ld:%llu:%llu", &fd, &pid, &dev, &ino) !=
+		    4 ||
+	    pid != (long)getpid() || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_dev != (dev_t)dev || st.st_ino != (ino_t)ino ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return open_output();
-	R->fd = (int)fd;
-	snprintf(R->path, sizeof(R->path), "%s", path ? path : "(fd)");
+	R->fd = fd;
+	snprintf(R->path, sizeof(R->path), "%s",
+		 *env.fd_path ? env.fd_path : "(fd)");
 	report_path(R->path);
 	return 0;
 }
@@ -541,6 +718,24 @@ static uint64_t heap_start(void)
 	return strtoull(p, NULL, 10);
 }
 
+/* The object whose malloc the program's calls reach, when it is not the
+ * recorder's (a program or library before us that defines its own):
+ * nothing the program allocates through it can be recorded. */
+static const char *malloc_owner(void)
+{
+	static char path[4096];
+	Dl_info a, b;
+	void *f = dlsym(RTLD_DEFAULT, "malloc");
+	if (!f || !dladdr(f, &a) || !dladdr((void *)recorder_init, &b) ||
+	    a.dli_fbase == b.dli_fbase)
+		return NULL;
+	if (a.dli_fname && a.dli_fname[0])
+		snprintf(path, sizeof(path), "%s", a.dli_fname);
+	else if (readlink("/proc/self/exe", path, sizeof(path) - 1) <= 0)
+		snprintf(path, sizeof(path), "the program");
+	return path;
+}
+
 static int write_header(unsigned options)
 {
 	struct recorder *R = &hs_rec;
@@ -567,6 +762,9 @@ static int write_header(unsigned options)
 	const char *alloc = getenv("HEAPSLOPE_ALLOCATOR");
 	hdr_put_str(&h, HS_HDR_ALLOCATOR, alloc && *alloc ? alloc : "glibc");
 	hdr_put_u64(&h, HS_HDR_HEAP_START, heap_start());
+	const char *owner = malloc_owner();
+	if (owner)
+		hdr_put_str(&h, HS_HDR_MALLOC_OWNER, owner);
 	for (int i = 0; i < R->argc && R->argv && R->argv[i]; i++) {
 		struct hs_hdr_buf keep = h;
 		hdr_put_str(&h, HS_HDR_ARG, R->argv[i]);
@@ -580,6 +778,17 @@ static int write_header(unsigned options)
 	if (!len || write_all(R->fd, out, len)) {
 		hs_fail_path("write", len ? errno : 0);
 		return -1;
+	}
+	if (owner) {
+		char msg[4300];
+		int m = snprintf(msg, sizeof(msg),
+				 "heapslope: %s defines its own malloc: "
+				 "allocations made through it cannot be "
+				 "recorded\n", owner);
+		if (m > 0)
+			(void)!write(2, msg, (size_t)m < sizeof(msg)
+						     ? (size_t)m
+						     : sizeof(msg) - 1);
 	}
 	return 0;
 }
@@ -620,53 +829,69 @@ static void start_trace(unsigned options, int adopt)
 	struct recorder *R = &hs_rec;
 	if (R->record_mmap)
 		options |= HS_OPT_MMAP;
+	R->started = 1;
+	hs_live->owner = 1;
 	if ((adopt ? adopt_output() : open_output()) || keep_output() ||
 	    write_header(options))
 		return;
 	statm_open();
-	R->on = 1;
+	hs_live->on = 1;
 	uint8_t *p = R->buf[R->active];
 	R->len = (size_t)(enc_timerec(&R->enc, p, 0) - p);
 	rec_modules_changed();
+	internal_begin();
 	writer_start();
+	internal_end();
 }
 
-/* With --no-follow, programs this one execs must not load the recorder. */
-static void drop_from_preload(void)
+/* The page of what a child made without fork()'s handlers must not
+ * inherit.  Without MADV_WIPEONFORK (Linux < 4.14) such a child is only
+ * noticed when it would wait for its absent writer (reserve). */
+static void live_map(void)
 {
-	Dl_info info;
-	const char *pre = getenv("LD_PRELOAD");
-	if (!pre || !dladdr((void *)recorder_init, &info) || !info.dli_fname)
+	struct live *l = rmem_map(sizeof(*l));
+	if (!l)
 		return;
-	char out[8192];
-	size_t o = 0;
-	const char *s = pre;
-	while (*s) {
-		size_t l = strcspn(s, ": ");
-		if (l && !(strlen(info.dli_fname) == l &&
-			   memcmp(s, info.dli_fname, l) == 0) &&
-		    o + l + 2 < sizeof(out)) {
-			if (o)
-				out[o++] = ' ';
-			memcpy(out + o, s, l);
-			o += l;
-		}
-		s += l;
-		if (*s)
-			s++;
-	}
-	out[o] = 0;
-	if (o)
-		setenv("LD_PRELOAD", out, 1);
-	else
-		unsetenv("LD_PRELOAD");
+	(void)madvise(l, (size_t)getpagesize(), MADV_WIPEONFORK);
+	hs_live = l;
+}
+
+/* A process made without fork()'s handlers (_Fork, clone, a raw system
+ * call) found on its first call: recording stays off here, and the
+ * parent's descriptors are let go.  Programs it executes are recorded. */
+void recorder_orphan(void)
+{
+	struct recorder *R = &hs_rec;
+	struct stat st;
+	if (!__atomic_exchange_n(&R->started, 0, __ATOMIC_RELAXED))
+		return;
+	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
+	    st.st_ino == R->ino)
+		close(R->fd);
+	R->fd = -1;
+	statm_close();
+	char msg[200];
+	int n = snprintf(msg, sizeof(msg),
+			 "heapslope: process %d was made without fork() "
+			 "(clone or _Fork): it is not recorded, programs it "
+			 "executes are\n", (int)getpid());
+	if (n > 0)
+		(void)!write(2, msg, (size_t)n);
+}
+
+/* Whether this image is the one `heapslope record` started, rather than a
+ * descendant or an image exec'd after it (for --no-follow). */
+static int first_image(void)
+{
+	return env.root_pid == (long)getpid() && env.execed_pid != env.root_pid;
 }
 
 void recorder_init(int argc, char **argv)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
-	t->busy = 1;
+	busy_enter(t);
+	internal_begin();
 	R->argc = argc;
 	R->argv = argv;
 	R->pid = getpid();
@@ -679,7 +904,20 @@ void recorder_init(int argc, char **argv)
 	R->has_mallinfo = !alloc || !*alloc || strcmp(alloc, "glibc") == 0;
 	R->mallinfo = (int)env_long("HEAPSLOPE_MALLINFO", MALLINFO_AUTO, 0,
 				    MALLINFO_ALWAYS);
+	env_copy("HEAPSLOPE_OUTPUT", env.output, sizeof(env.output));
+	env_copy("HEAPSLOPE_REPORT", env.report, sizeof(env.report));
+	env_copy("HEAPSLOPE_FD", env.fd_token, sizeof(env.fd_token));
+	env_copy("HEAPSLOPE_FD_PATH", env.fd_path, sizeof(env.fd_path));
+	env.root_pid = env_long("HEAPSLOPE_ROOT", 0, 0, INT_MAX);
+	env.execed_pid = env_long("HEAPSLOPE_EXECED", 0, 0, INT_MAX);
+	/* a courtesy to the program: where unsetenv is libc's; nothing here
+	 * relies on it */
+	unsetenv("HEAPSLOPE_FD");
+	unsetenv("HEAPSLOPE_FD_PATH");
 	start_clock();
+	live_map();
+	if (!R->follow && !first_image())
+		goto out; /* --no-follow: a descendant, not recorded */
 	if (unwind_init(getenv("HEAPSLOPE_UNWIND"))) {
 		hs_fail("unknown HEAPSLOPE_UNWIND method", 0);
 		goto out;
@@ -696,8 +934,9 @@ void recorder_init(int argc, char **argv)
 	R->work = rmem_map_resident(chunk_work_size(BUF_SIZE));
 	R->cctx = ws ? ZSTD_initStaticCCtx(ws, ws_size) : NULL;
 	R->stacks = stackmap_create();
-	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->work || !R->cctx || !R->stacks ||
-	    modlist_init(&R->known) || modlist_init(&R->scratch)) {
+	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->work || !R->cctx ||
+	    !R->stacks || modlist_init(&R->known) ||
+	    modlist_init(&R->scratch)) {
 		hs_fail("cannot allocate recorder buffers", ENOMEM);
 		goto out;
 	}
@@ -706,59 +945,107 @@ void recorder_init(int argc, char **argv)
 	pthread_atfork(recorder_fork_prepare, recorder_fork_parent,
 		       recorder_fork_child);
 	have_leaves_key = pthread_key_create(&leaves_key, leaves_gone) == 0;
-	if (!R->follow)
-		drop_from_preload();
 	unsigned options = 0;
-	if (getenv("HEAPSLOPE_EXECED")) {
+	if (env.execed_pid == (long)getpid())
 		options |= HS_OPT_EXECED;
-		unsetenv("HEAPSLOPE_EXECED");
-	}
 	start_trace(options, 1);
 out:
-	t->busy = 0;
+	internal_end();
+	busy_leave(t);
 }
 
-static void encode_end(uint8_t *buf, size_t *len, unsigned reason,
-		       const char *exec_path)
+static size_t encode_end(uint8_t *buf, unsigned reason, const char *exec_path)
 {
+	struct recorder *R = &hs_rec;
 	uint8_t *p = buf;
 	if (exec_path) {
 		*p++ = HS_REC_EXEC;
 		p = enc_str(p, exec_path, strnlen(exec_path, 4000));
 	}
+	if (R->failed) {
+		*p++ = HS_REC_STOP;
+		p = enc_str(p, R->stop_reason, strnlen(R->stop_reason, 500));
+	}
 	*p++ = HS_REC_END;
-	p = varint_put(p, reason);
+	p = varint_put(p, R->failed ? HS_END_ERROR : reason);
 	p = varint_put(p, HS_COUNT_MAX);
 	for (int i = 0; i < HS_COUNT_MAX; i++)
-		p = varint_put(p, hs_rec.counts[i]);
-	*len = (size_t)(p - buf);
+		p = varint_put(p, __atomic_load_n(&R->counts[i],
+						  __ATOMIC_RELAXED));
+	return (size_t)(p - buf);
+}
+#define END_MAX (4096 + 600 + (HS_COUNT_MAX + 8) * HS_VARINT_MAX)
+
+/* Lock held, recording stopped on an error: the trace's last chunk says
+ * why, at the end of the last whole chunk.  The file is reached again by
+ * its path if the program took the descriptor (checked to be the same
+ * file); if this cannot be written either, the trace just ends. */
+void write_stop(void)
+{
+	struct recorder *R = &hs_rec;
+	uint8_t end[END_MAX];
+	struct stat st;
+	if (R->ended || !R->started)
+		return;
+	R->ended = 1;
+	size_t n = encode_end(end, HS_END_ERROR, NULL);
+	size_t c = chunk_encode(R->cctx, end, n, R->cout, R->cout_cap,
+				R->work);
+	int fd = R->fd, own = 0;
+	if (fd < 0 || fstat(fd, &st) || st.st_dev != R->dev ||
+	    st.st_ino != R->ino) {
+		fd = open(R->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		own = 1;
+		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != R->dev ||
+				st.st_ino != R->ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (c && fd >= 0 && lseek(fd, (off_t)R->file_off, SEEK_SET) >= 0 &&
+	    write_all(fd, R->cout, c) == 0)
+		R->file_off += c;
+	else if (fd >= 0)
+		(void)!ftruncate(fd, (off_t)R->file_off);
+	if (own && fd >= 0)
+		close(fd);
 }
 
 static void finish(unsigned reason, const char *exec_path)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
-	int was = t->busy;
 	/* a vfork child shares our memory: it must not touch the trace */
-	if (!R->on || getpid() != R->pid)
+	if (!R->started || R->ended || getpid() != R->pid)
 		return;
-	t->busy = 1;
+	busy_enter(t);
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (reason != HS_END_EXEC)
 		writer_stop();
-	uint8_t end[4096 + (HS_COUNT_MAX + 4) * HS_VARINT_MAX];
-	size_t n;
-	lock_take(&R->lock);
+	uint8_t end[END_MAX];
+	/* the program exits from code of ours it interrupted (a handler of
+	 * its that could not wait): that code never goes on, the lock is
+	 * ours to use */
+	int nested = lock_owned(&R->lock, hs_tid());
+	if (!nested)
+		rec_lock();
 	/* first let the writer finish, since other threads may append while
 	 * we wait: the end record's counts must include them */
-	if (R->on && wait_idle() == 0 && R->on) {
-		encode_end(end, &n, reason, exec_path);
-		flush_sync(end, n);
+	if (hs_live->on && wait_idle() == 0 && hs_live->on) {
+		size_t n = encode_end(end, reason, exec_path);
+		if (flush_sync(end, n) == 0)
+			R->ended = 1;
 		/* nothing after the end record: at exec the other threads
 		 * still run until the kernel replaces the image */
-		R->on = 0;
+		hs_live->on = 0;
 	}
-	lock_give(&R->lock);
-	t->busy = was;
+	if (R->failed)
+		write_stop();
+	if (!nested)
+		rec_unlock();
+	pthread_setcancelstate(cancel, NULL);
+	busy_leave(t);
 }
 
 void recorder_finish(unsigned reason)
@@ -775,36 +1062,67 @@ void recorder_exec_failed(void)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
-	if (R->failed || R->on || getpid() != R->pid || R->fd < 0)
+	if (R->failed || hs_live->on || !R->started || getpid() != R->pid ||
+	    R->fd < 0 || lock_owned(&R->lock, hs_tid()))
 		return;
-	int was = t->busy;
-	t->busy = 1;
+	busy_enter(t);
 	if (R->writer_running) { /* it ended when recording stopped */
 		pthread_join(R->writer, NULL);
 		R->writer_running = 0;
 	}
-	lock_take(&R->lock);
-	R->on = 1;
+	rec_lock();
+	R->ended = 0;
+	hs_live->on = 1;
 	R->stop = 0;
-	lock_give(&R->lock);
+	rec_unlock();
+	internal_begin();
 	writer_start();
-	t->busy = was;
+	internal_end();
+	busy_leave(t);
+}
+
+void recorder_abandoned(struct tstate *t)
+{
+	struct recorder *R = &hs_rec;
+	int self = hs_tid();
+	count_unrecorded();
+	unwind_forget();
+	t->nside = 0;
+	if (lock_owned(&mod_lock, self))
+		lock_give(&mod_lock);
+	if (lock_owned(&R->lock, self)) {
+		/* what the section had half written cannot be told apart */
+		hs_fail("a signal handler left the recorder with longjmp", 0);
+		lock_give(&R->lock);
+	}
+	statm_abandoned(self);
 }
 
 void recorder_fork_prepare(void)
 {
-	hs_thread.busy++;
+	struct tstate *t = &hs_thread;
+	int self = hs_tid();
+	busy_enter(t);
+	hs_rec.on_at_fork = hs_live->on;
+	/* fork() from a handler that interrupted the recorder: the lock is
+	 * this thread's, the child just will not record */
+	t->fork_nested = lock_owned(&hs_rec.lock, self);
+	if (t->fork_nested)
+		return;
 	statm_fork_prepare();
-	lock_take(&mod_lock);
-	lock_take(&hs_rec.lock);
+	lock_take(&mod_lock, self);
+	lock_take(&hs_rec.lock, self);
 }
 
 void recorder_fork_parent(void)
 {
-	lock_give(&hs_rec.lock);
-	lock_give(&mod_lock);
-	statm_fork_parent();
-	hs_thread.busy--;
+	struct tstate *t = &hs_thread;
+	if (!t->fork_nested) {
+		lock_give(&hs_rec.lock);
+		lock_give(&mod_lock);
+		statm_fork_parent();
+	}
+	busy_leave(t);
 }
 
 void recorder_fork_child(void)
@@ -819,12 +1137,16 @@ void recorder_fork_child(void)
 	R->stop = 0;
 	R->pending = 0;
 	R->len = 0;
+	R->ended = 0;
+	t->nside = 0;
+	signals_forget(t);
 	enc_reset(&R->enc);
-	int was_on = R->on;
-	R->on = 0;
+	int was_on = R->on_at_fork && !t->fork_nested;
+	hs_live->on = 0; /* wiped already, unless madvise failed */
 	if (R->fd >= 0)
 		close(R->fd); /* the parent's trace: never ours to write */
 	R->fd = -1;
+	R->started = 0;
 	statm_close(); /* the parent's statm */
 	if (!was_on || !R->follow)
 		goto out;
@@ -840,5 +1162,5 @@ void recorder_fork_child(void)
 	start_clock();
 	start_trace(HS_OPT_FORKED, 0);
 out:
-	t->busy--;
+	busy_leave(t);
 }

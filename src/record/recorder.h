@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -13,6 +14,7 @@
 #include <zstd.h>
 
 #include "../format/encoder.h"
+#include "guard.h"
 #include "lock.h"
 #include "modules.h"
 #include "stackmap.h"
@@ -27,11 +29,32 @@ struct leaf {
 	uint32_t id, n;
 };
 
-/* Per-thread state.  busy is set while the thread runs recorder code (or
- * must not be recorded at all), so that allocations made underneath —
- * libunwind, zstd, dlsym, the writer thread — are never recorded. */
+/* A heap event of a nested call (see rec_nested), kept aside while its
+ * thread holds the lock: written when the thread gives the lock back. */
+#define SIDE_EVENTS 4
+#define SIDE_DEPTH 32
+struct side_event {
+	uint8_t kind, fn; /* HS_REC_ALLOC... */
+	uint16_t n;
+	uint64_t old, ptr, size;
+	uintptr_t ips[SIDE_DEPTH];
+};
+
+/* Signals that arrived while the thread was busy, kept blocked until it
+ * is not (signals.c). */
+#define DEFER_MAX 4
+struct deferred {
+	int sig;
+	siginfo_t info;
+};
+
+/* Per-thread state.  busy counts the recorder's entries on this thread:
+ * while it is set the thread runs recorder code (or must not be recorded
+ * at all), signal handlers wait, and allocations made underneath are
+ * either the recorder's own (guard.h) or nested calls (rec_nested). */
 struct tstate {
 	int busy;
+	uintptr_t busy_sp; /* frame of the outermost busy entry */
 	uint32_t gen;      /* recorder generation the fields below belong to */
 	uint32_t seen_gen; /* generation the thread was announced in */
 	pid_t tid;
@@ -42,16 +65,34 @@ struct tstate {
 	uint32_t leaves_gen;
 	int leaves_done; /* the thread is ending: no cache any more */
 	struct leaf *leaves; /* recent whole stacks: hash -> id */
+	int nside;
+	struct side_event side[SIDE_EVENTS];
+	int ndeferred;
+	struct deferred deferred[DEFER_MAX];
+	int fork_nested; /* fork() while this thread held the lock */
 };
 extern __thread struct tstate hs_thread HS_TLS;
+
+/* What a forked process must not inherit: a page the kernel gives a
+ * child as zeros (MADV_WIPEONFORK), so that a process made without
+ * fork()'s handlers (_Fork, clone) records nothing and never waits on
+ * its parent's locks or writer. */
+struct live {
+	int on;    /* recording: read without the lock by the hooks */
+	int owner; /* the recorder state belongs to this process */
+};
+extern struct live *hs_live;
 
 /* Global state, guarded by lock unless noted. */
 struct recorder {
 	hs_lock lock;
 	hs_event wake_writer; /* a full buffer is pending, or stop */
 	hs_event space;       /* the pending buffer was written */
-	volatile int on;            /* read without the lock by the hooks */
 	int failed;
+	int started;       /* a trace was started in this process */
+	int ended;         /* its end record is written */
+	int on_at_fork;    /* recording when fork() was called */
+	char stop_reason[512]; /* why recording stopped, for the trace */
 	int stop;
 	uint32_t gen;
 	pid_t pid;
@@ -95,9 +136,58 @@ extern struct recorder hs_rec;
 
 enum { MALLINFO_NEVER, MALLINFO_AUTO, MALLINFO_ALWAYS };
 
+static inline pid_t hs_tid(void)
+{
+	struct tstate *t = &hs_thread;
+	if (__builtin_expect(!t->tid, 0))
+		t->tid = gettid();
+	return t->tid;
+}
+
 static inline int recorder_wants(const struct tstate *t)
 {
-	return hs_rec.on && !t->busy;
+	return hs_live->on && !t->busy;
+}
+
+/* signals.c: lets the signals deferred while busy through; in a forked
+ * child, forgets them (they were the parent's) */
+void signals_replay(struct tstate *t);
+void signals_forget(struct tstate *t);
+
+/* The thread enters and leaves recorder code.  Leaving the outermost
+ * entry lets the signals that arrived meanwhile through. */
+static inline void busy_enter(struct tstate *t)
+{
+	if (!t->busy++)
+		t->busy_sp = (uintptr_t)__builtin_frame_address(0);
+}
+
+static inline void busy_leave(struct tstate *t)
+{
+	if (!--t->busy && __builtin_expect(t->ndeferred != 0, 0))
+		signals_replay(t);
+}
+
+/* How an interposer handles a call. */
+enum hook_mode {
+	HOOK_PASS,   /* not recorded */
+	HOOK_RECORD, /* recorded */
+	HOOK_NESTED, /* made while the thread runs recorder code: see
+		      * rec_nested */
+};
+
+void recorder_orphan(void);
+
+static inline enum hook_mode hook_mode(const struct tstate *t)
+{
+	if (__builtin_expect(hs_live->on && !t->busy, 1))
+		return HOOK_RECORD;
+	if (!hs_live->on) {
+		if (__builtin_expect(!hs_live->owner && hs_rec.started, 0))
+			recorder_orphan();
+		return HOOK_PASS;
+	}
+	return hs_guard.internal ? HOOK_PASS : HOOK_NESTED;
 }
 
 void recorder_init(int argc, char **argv);
@@ -113,6 +203,26 @@ void rec_alloc(unsigned fn, const void *p, size_t size);
 void rec_fail(unsigned fn, size_t size);
 void rec_free(unsigned fn, const void *p); /* before the real free */
 void rec_munmap(const void *p, size_t len);
+/* A call of the allocation API made while the thread runs recorder code
+ * (busy, not guard.h's internal): the allocator calling itself, or a
+ * signal handler that interrupted the recorder and that it could not
+ * defer (one installed by a raw system call, or a fault's).  Its stack
+ * comes from libunwind, never from the fast unwinder, whose state the
+ * interrupted code may be changing; when the thread holds the lock, the
+ * event waits aside until it gives the lock back.  ra: the caller. */
+void rec_nested(unsigned kind, unsigned fn, const void *old, const void *p,
+		size_t size, const void *ra);
+/* A realloc-like call of a nested caller: the lock is taken across it
+ * (rec_nested_lock: 0 when the thread holds it already), then the event
+ * is recorded, or set aside when the lock was the thread's. */
+int rec_nested_lock(void);
+void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
+			    const void *ptr, size_t size, int n,
+			    const uintptr_t *ips);
+/* The program left recorder code it had interrupted, with longjmp from
+ * a signal handler (signals.c): its locks are given back, the event in
+ * flight is counted as unrecorded. */
+void recorder_abandoned(struct tstate *t);
 /* realloc-like calls run between begin and end with the lock held, so
  * that no other thread can reuse the old address in between. */
 void rec_realloc_begin(int *depth, uintptr_t *ips);
@@ -125,6 +235,11 @@ void rec_mark(unsigned kind, const char *label);
 void rec_thread_name(const char *name);
 void rec_modules_changed(void);
 
+/* The recorder lock, for program threads: giving it back writes the
+ * thread's nested events kept aside meanwhile. */
+void rec_lock(void);
+void rec_unlock(void);
+
 /* writer.c */
 int writer_start(void);
 void writer_stop(void);
@@ -136,6 +251,7 @@ void statm_open(void);
 void statm_fork_prepare(void);
 void statm_fork_parent(void);
 void statm_close(void);
+void statm_abandoned(int self); /* its lock, if self holds it */
 /* RSS, mallinfo2 when asked and the allocator is glibc, and the end of
  * the brk heap (0: unknown). */
 int take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
@@ -149,6 +265,8 @@ int wait_idle(void);
 /* With the lock held: writes everything buffered, then extra bytes. */
 int flush_sync(const uint8_t *extra, size_t n);
 void hs_fail(const char *what, int err);
+/* Lock held, after a failure: the trace's last chunk says why. */
+void write_stop(void);
 void hs_fail_path(const char *verb, int err); /* "VERB <trace path>" */
 int write_all(int fd, const void *p, size_t n);
 /* With the lock held: makes room for n bytes, swapping buffers if needed;

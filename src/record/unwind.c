@@ -6,6 +6,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "guard.h"
 #include "unwind_fast.h"
 
 /* The recorder's own code, whose frames never appear in a stack. */
@@ -63,7 +64,9 @@ int unwind_init(const char *name)
 	if (m == UNWIND_FAST && unwind_fast_init())
 		return -1;
 	/* fast falls back to libunwind on the stacks it cannot follow */
+	internal_begin(); /* libunwind opens its pipe here (see pipe2) */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	internal_end();
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&unwind_capture);
 	method = m;
 	return 0;
@@ -74,10 +77,15 @@ const char *unwind_name(void)
 	return names[method];
 }
 
+/* libunwind may allocate: its calls are the recorder's own.  It keeps no
+ * state a fast capture changes, and blocks signals around its caches, so
+ * a nested call may use it while a fast capture is interrupted. */
 static int libunwind_capture(uintptr_t *ips, int max)
 {
 	void *raw[HS_DEPTH_MAX + 16];
+	internal_begin();
 	int n = unw_backtrace(raw, max + 16);
+	internal_end();
 	int i = 0, out = 0;
 	while (i < n && (uintptr_t)raw[i] >= self_lo &&
 	       (uintptr_t)raw[i] < self_hi)
@@ -85,6 +93,19 @@ static int libunwind_capture(uintptr_t *ips, int max)
 	for (; i < n && out < max; i++)
 		ips[out++] = (uintptr_t)raw[i];
 	return out;
+}
+
+int unwind_capture_plain(uintptr_t *ips, int max)
+{
+	if (max > HS_DEPTH_MAX)
+		max = HS_DEPTH_MAX;
+	return libunwind_capture(ips, max);
+}
+
+void unwind_forget(void)
+{
+	if (method == UNWIND_FAST)
+		unwind_fast_forget();
 }
 
 uint64_t *unwind_memo(void)

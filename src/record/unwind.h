@@ -20,6 +20,11 @@ int unwind_init(const char *name);
 const char *unwind_name(void);
 /* Up to max return addresses into ips; returns how many. */
 int unwind_capture(uintptr_t *ips, int max);
+/* The same with libunwind alone, which keeps no state of the thread's
+ * that an interrupted capture may be changing: for nested calls. */
+int unwind_capture_plain(uintptr_t *ips, int max);
+/* Forgets what the thread's captures kept (one was left unfinished). */
+void unwind_forget(void);
 /* A word the caller may keep with the stack the calling thread's last
  * capture returned: it reads the same at later captures that return the
  * same stack, whatever max they ask for, and is 0 again once the stack

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../format/rmem.h"
+#include "guard.h"
 #include "unwind.h"
 #include "unwind_cfi.h"
 #include "unwind_rules.h"
@@ -128,6 +129,21 @@ uint64_t *unwind_fast_memo(void)
 	return shadow > SHADOW_GONE ? shadow->memo : NULL;
 }
 
+void unwind_fast_forget(void)
+{
+	struct shadow *sh = shadow;
+	if (sh <= SHADOW_GONE)
+		return;
+	/* a walk may have been cut off while it was kept or filed */
+	sh->n = 0;
+	sh->complete = 0;
+	sh->memo = NULL;
+	for (int i = 0; i < OWN_WAYS; i++)
+		sh->own[i].n = 0;
+	for (int i = 0; i < RECENT; i++)
+		sh->recent[i].n = 0;
+}
+
 void unwind_fast_stats(struct unwind_fast_stats *s)
 {
 	static const struct unwind_fast_stats none;
@@ -160,21 +176,31 @@ static struct shadow *shadow_get(void)
 }
 
 /* Stack bounds once per thread.  For the main thread glibc reads
- * /proc/self/maps here (and allocates): rare, and hooks pass that on. */
+ * /proc/self/maps here (and allocates: the recorder's own allocations).
+ * Inside pthread_getattr_np, which holds the thread's descriptor lock
+ * while it allocates, asking again would wait forever: not now, this
+ * capture falls back, a later one asks. */
 static void bounds(struct shadow *sh)
 {
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
+	if (hs_guard.getattr)
+		return;
 	sh->bad = 1;
-	if (pthread_getattr_np(pthread_self(), &a) != 0)
+	internal_begin();
+	int rc = pthread_getattr_np(pthread_self(), &a);
+	internal_end();
+	if (rc != 0)
 		return;
 	if (pthread_attr_getstack(&a, &addr, &size) == 0) {
 		sh->lo = (uintptr_t)addr;
 		sh->hi = (uintptr_t)addr + size;
 		sh->bad = 0;
 	}
+	internal_begin();
 	pthread_attr_destroy(&a);
+	internal_end();
 }
 
 /* One walk.  Reads are allowed in [lo, lo + span]; lo is the first slot
@@ -596,7 +622,7 @@ hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 	sh->st.captures++;
 	if (unlikely(!sh->hi) && !sh->bad)
 		bounds(sh);
-	if (sh->bad || slot < sh->lo || slot > sh->hi - 8 || max <= 0) {
+	if (sh->bad || !sh->hi || slot < sh->lo || slot > sh->hi - 8 || max <= 0) {
 		sh->st.fallbacks++;
 		return -1;
 	}

@@ -17,6 +17,10 @@ int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
 /* See unwind_memo(). */
 uint64_t *unwind_fast_memo(void);
 
+/* Forgets the calling thread's kept and filed walks (one may have been
+ * left half made by a capture that never finished). */
+void unwind_fast_forget(void);
+
 /* Counters of the calling thread, for tests and benchmarks. */
 struct unwind_fast_stats {
 	uint64_t captures;  /* calls of unwind_fast_capture */

@@ -29,12 +29,14 @@ void hs_fail(const char *what, int err)
 {
 	if (__atomic_exchange_n(&hs_rec.failed, 1, __ATOMIC_SEQ_CST))
 		return;
-	hs_rec.on = 0;
+	hs_live->on = 0;
+	/* the trace's own last words (write_stop) */
+	snprintf(hs_rec.stop_reason, sizeof(hs_rec.stop_reason), "%s%s%s",
+		 what, err ? ": " : "", err ? strerror(err) : "");
 	char msg[600];
 	int n = snprintf(msg, sizeof(msg),
-			 "heapslope: recording stopped: %s%s%s (the program "
-			 "continues)\n",
-			 what, err ? ": " : "", err ? strerror(err) : "");
+			 "heapslope: recording stopped: %s (the program "
+			 "continues)\n", hs_rec.stop_reason);
 	if (n > 0)
 		(void)!write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n
 							    : sizeof(msg) - 1);
@@ -49,23 +51,37 @@ void hs_fail_path(const char *verb, int err)
 	hs_fail(what, err);
 }
 
+/* A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills
+ * the program: it is blocked meanwhile, and an instance ours raised is
+ * taken back before the mask is restored. */
 int write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
+	sigset_t xfsz, old;
+	int rc = 0, err = 0;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
 	while (n) {
 		ssize_t w = write(fd, b, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
-			return -1;
-		if (w == 0) {
-			errno = ENOSPC;
-			return -1;
+		if (w <= 0) {
+			err = w < 0 ? errno : ENOSPC;
+			rc = -1;
+			break;
 		}
 		b += w;
 		n -= (size_t)w;
 	}
-	return 0;
+	if (err == EFBIG) {
+		struct timespec zero = { 0, 0 };
+		(void)sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		errno = err;
+	return rc;
 }
 
 /* Compresses and writes one buffer as a chunk; the caller owns cctx. */
@@ -123,9 +139,15 @@ uint8_t *reserve(size_t n)
 		hs_fail("record larger than the buffer", 0);
 		return NULL;
 	}
-	while (R->pending && R->on)
-		event_wait(&R->space, &R->lock, 0);
-	if (!R->on)
+	if (R->pending && getpid() != R->pid) {
+		/* a child made without fork()'s handlers, where MADV_WIPEONFORK
+		 * did not stop it: it has no writer to wait for */
+		hs_live->on = 0;
+		return NULL;
+	}
+	while (R->pending && hs_live->on)
+		event_wait(&R->space, &R->lock, hs_tid(), 0);
+	if (!hs_live->on)
 		return NULL;
 	swap_buffers();
 	return R->buf[R->active] + R->len;
@@ -145,7 +167,7 @@ int wait_idle(void)
 		R->pending = 0;
 	}
 	while (R->pending && !R->failed)
-		event_wait(&R->space, &R->lock, 0);
+		event_wait(&R->space, &R->lock, hs_tid(), 0);
 	return R->failed ? -1 : 0;
 }
 
@@ -219,7 +241,7 @@ static int statm_ours(int fd)
 
 void statm_open(void)
 {
-	lock_take(&statm_lock);
+	lock_take(&statm_lock, hs_tid());
 	/* another thread may have opened it meanwhile; the old number is
 	 * not ours any more: never closed */
 	if (!statm_ours(__atomic_load_n(&statm_fd, __ATOMIC_RELAXED))) {
@@ -247,7 +269,13 @@ void statm_open(void)
 
 void statm_fork_prepare(void)
 {
-	lock_take(&statm_lock);
+	lock_take(&statm_lock, hs_tid());
+}
+
+void statm_abandoned(int self)
+{
+	if (lock_owned(&statm_lock, self))
+		lock_give(&statm_lock);
 }
 
 void statm_fork_parent(void)
@@ -334,19 +362,21 @@ static void *writer_main(void *arg)
 	(void)arg;
 	struct recorder *R = &hs_rec;
 	hs_thread.busy = 1; /* nothing this thread does is the program's */
+	internal_begin();
+	int self = hs_tid();
 	uint64_t next_tick = now_ns() + TICK_NS;
 	uint64_t interval = (uint64_t)R->interval_ms * 1000000ull;
 	uint64_t next_sample = interval ? now_ns() + interval : UINT64_MAX;
 
-	lock_take(&R->lock);
-	while (R->on && !(R->stop && !R->pending)) {
+	lock_take(&R->lock, self);
+	while (hs_live->on && !(R->stop && !R->pending)) {
 		if (!R->pending && !R->stop) {
 			uint64_t wake = next_tick < next_sample ? next_tick
 								: next_sample;
 			uint64_t now = now_ns();
-			event_wait(&R->wake_writer, &R->lock,
+			event_wait(&R->wake_writer, &R->lock, self,
 				   wake > now ? wake - now : 1);
-			if (!R->on)
+			if (!hs_live->on)
 				break;
 		}
 		uint64_t t = now_ns();
@@ -370,8 +400,8 @@ static void *writer_main(void *arg)
 			 * stalling the program; the analyzer needs the
 			 * allocator's state at marks */
 			int ok = take_sample(&rss, &mi, &has_mi, 0, &brk);
-			lock_take(&R->lock);
-			if (R->on && ok)
+			lock_take(&R->lock, self);
+			if (hs_live->on && ok)
 				sample_append(now_ns(), rss, &mi, has_mi, brk);
 		}
 		/* the loader's lock is taken by threads that then free
@@ -379,16 +409,16 @@ static void *writer_main(void *arg)
 		lock_give(&R->lock);
 		if (modules_generation() != R->mod_generation)
 			rec_modules_changed();
-		lock_take(&R->lock);
+		lock_take(&R->lock, self);
 		if (!R->pending && R->len && t - R->last_flush_ns >= FLUSH_NS &&
-		    R->on)
+		    hs_live->on)
 			swap_buffers();
 		if (R->pending) {
 			const uint8_t *src = R->buf[!R->active];
 			size_t n = R->pending_len;
 			lock_give(&R->lock);
 			int rc = write_chunk(src, n);
-			lock_take(&R->lock);
+			lock_take(&R->lock, self);
 			R->pending = 0;
 			R->last_flush_ns = now_ns();
 			event_signal(&R->space, 1);
@@ -396,6 +426,8 @@ static void *writer_main(void *arg)
 				break;
 		}
 	}
+	if (R->failed)
+		write_stop();
 	lock_give(&R->lock);
 	return NULL;
 }
@@ -420,7 +452,7 @@ void writer_stop(void)
 {
 	if (!hs_rec.writer_running)
 		return;
-	lock_take(&hs_rec.lock);
+	lock_take(&hs_rec.lock, hs_tid());
 	hs_rec.stop = 1;
 	event_signal(&hs_rec.wake_writer, 1);
 	lock_give(&hs_rec.lock);

@@ -122,8 +122,16 @@ def test_full_disk():
                   "dump of the full-disk trace crashed:\n" + d_.describe())
             check(len(err.splitlines()) == 1,
                   f"dump of the full-disk trace: stderr {err!r}")
+            # the trace ends with the reason, not as if killed
+            check("No space left on device" in err and "killed" not in err,
+                  f"dump of the full-disk trace: stderr {err!r}")
             s = dump_stats(path, allow_error=True)
-            check_eq(s.get("complete"), "no", "full-disk trace: complete")
+            check_eq(s.get("complete"), "yes", "full-disk trace: complete")
+            check_eq(s.get("end_reason"), "error", "full-disk: end reason")
+            check("No space left on device" in s.get("stopped", ""),
+                  f"full-disk trace: stopped: {s.get('stopped')!r}")
+            check_eq(s.get("counts_verified"), "no",
+                     "full-disk trace: counts_verified")
             check(s.get("events", 0) > 0,
                   f"full-disk trace: no events were kept ({s})")
             print(f"   full disk: {s.get('events')} events in "

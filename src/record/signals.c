@@ -1,0 +1,318 @@
+/* The program's signal handlers never run inside recorder code.
+ *
+ * A handler that interrupts a hook would find the recorder lock held by
+ * its own thread, the unwinder's state half changed, or the thread busy
+ * (so that what it allocates goes unrecorded); if it then left by
+ * siglongjmp, the lock stayed held and the thread busy for good.  So the
+ * handlers the program installs (sigaction, signal, sigset, sysv_signal)
+ * are installed behind one wrapper: when it finds the thread busy, it
+ * blocks the signal in the interrupted context and keeps its siginfo;
+ * leaving recorder code, the thread queues the signal to itself again
+ * with that siginfo and unblocks it, and the handler runs there, a few
+ * microseconds late, as if the signal had come then.  With glibc malloc
+ * this also keeps a handler that allocates out of an interrupted malloc.
+ *
+ * Faults (SIGSEGV, SIGBUS, ... raised by an instruction) cannot wait:
+ * their handlers run at once, as do handlers installed by the raw system
+ * call.  What those allocate is recorded by rec_nested; if one leaves by
+ * longjmp, the interposed longjmp family notices and the recorder lets
+ * go of what the interrupted code held (recorder_abandoned). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define NSIGS 65 /* the kernel's signals are 1..64 */
+
+static struct {
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	void (*longjmp)(jmp_buf, int) __attribute__((noreturn));
+	void (*_longjmp)(jmp_buf, int) __attribute__((noreturn));
+	void (*siglongjmp)(sigjmp_buf, int) __attribute__((noreturn));
+	void (*longjmp_chk)(jmp_buf, int) __attribute__((noreturn));
+} real;
+
+/* The program's view of each signal's action, for the signals whose
+ * kernel action is the wrapper. */
+static struct sigaction user[NSIGS];
+static hs_lock table_lock;
+
+static void resolve(void)
+{
+	if (__atomic_load_n(&real.sigaction, __ATOMIC_ACQUIRE))
+		return;
+	*(void **)&real.longjmp = dlsym(RTLD_NEXT, "longjmp");
+	*(void **)&real._longjmp = dlsym(RTLD_NEXT, "_longjmp");
+	*(void **)&real.siglongjmp = dlsym(RTLD_NEXT, "siglongjmp");
+	*(void **)&real.longjmp_chk = dlsym(RTLD_NEXT, "__longjmp_chk");
+	void *f = dlsym(RTLD_NEXT, "sigaction");
+	__atomic_store_n((void **)&real.sigaction, f, __ATOMIC_RELEASE);
+}
+
+/* Raised by the instruction that faulted: it would fault again. */
+static int synchronous(int sig, const siginfo_t *si)
+{
+	switch (sig) {
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGILL:
+	case SIGFPE:
+	case SIGTRAP:
+	case SIGSYS:
+		return si->si_code > 0;
+	default:
+		return 0;
+	}
+}
+
+/* The handler installed for every handled signal. */
+static void wrapper(int sig, siginfo_t *si, void *ucv)
+{
+	struct tstate *t = &hs_thread;
+	if (t->busy && !synchronous(sig, si) && t->ndeferred < DEFER_MAX) {
+		ucontext_t *uc = ucv;
+		struct deferred *d = &t->deferred[t->ndeferred];
+		d->sig = sig;
+		memcpy(&d->info, si, sizeof(*si));
+		sigaddset(&uc->uc_sigmask, sig);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->ndeferred++;
+		/* one-shot: the kernel reset the action; the signal sent again
+		 * must find the handler */
+		if (user[sig].sa_flags & SA_RESETHAND) {
+			struct sigaction k = user[sig];
+			k.sa_sigaction = wrapper;
+			k.sa_flags |= SA_SIGINFO;
+			real.sigaction(sig, &k, NULL);
+		}
+		return;
+	}
+	struct sigaction a = user[sig];
+	if (a.sa_flags & SA_RESETHAND) /* as the kernel's action now is */
+		user[sig].sa_handler = SIG_DFL;
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, si, ucv);
+	else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN)
+		a.sa_handler(sig);
+}
+
+void signals_replay(struct tstate *t)
+{
+	sigset_t all, mask;
+	int e = errno;
+	sigfillset(&all);
+	/* nothing may come between taking the list and unblocking */
+	pthread_sigmask(SIG_BLOCK, &all, &mask);
+	int n = t->ndeferred;
+	t->ndeferred = 0;
+	pid_t pid = getpid(), tid = hs_tid();
+	for (int i = 0; i < n; i++) {
+		struct deferred *d = &t->deferred[i];
+		/* queued while blocked, with its own siginfo (allowed to
+		 * oneself whatever its si_code) */
+		syscall(SYS_rt_tgsigqueueinfo, pid, tid, d->sig, &d->info);
+		sigdelset(&mask, d->sig);
+	}
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	errno = e;
+}
+
+void signals_forget(struct tstate *t)
+{
+	sigset_t bits;
+	sigemptyset(&bits);
+	for (int i = 0; i < t->ndeferred; i++)
+		sigaddset(&bits, t->deferred[i].sig);
+	t->ndeferred = 0;
+	pthread_sigmask(SIG_UNBLOCK, &bits, NULL);
+}
+
+static int wrappable(int sig, const struct sigaction *act)
+{
+	return sig > 0 && sig < NSIGS && sig != SIGKILL && sig != SIGSTOP &&
+	       act && (act->sa_flags & SA_SIGINFO
+			       ? act->sa_sigaction != NULL
+			       : act->sa_handler != SIG_DFL &&
+					 act->sa_handler != SIG_IGN);
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act,
+		     struct sigaction *old)
+{
+	struct tstate *t = &hs_thread;
+	resolve();
+	if (!real.sigaction) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (sig <= 0 || sig >= NSIGS)
+		return real.sigaction(sig, act, old);
+	busy_enter(t);
+	int self = hs_tid(), locked = !lock_owned(&table_lock, self);
+	if (locked)
+		lock_take(&table_lock, self);
+	struct sigaction prev = user[sig], k, kold;
+	const struct sigaction *use = act;
+	if (wrappable(sig, act)) {
+		k = *act;
+		k.sa_sigaction = wrapper;
+		k.sa_flags |= SA_SIGINFO;
+		use = &k;
+		user[sig] = *act;
+	}
+	int rc = real.sigaction(sig, use, &kold);
+	int e = errno;
+	if (rc)
+		user[sig] = prev;
+	if (rc == 0 && old) {
+		*old = kold;
+		if ((void *)kold.sa_sigaction == (void *)wrapper)
+			*old = prev;
+	}
+	if (locked)
+		lock_give(&table_lock);
+	busy_leave(t);
+	errno = e;
+	return rc;
+}
+
+/* signal() as glibc's: BSD semantics */
+EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	struct sigaction act, old;
+	if (h == SIG_ERR || sig <= 0 || sig >= NSIGS) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = h;
+	sigemptyset(&act.sa_mask);
+	sigaddset(&act.sa_mask, sig);
+	act.sa_flags = SA_RESTART;
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	return signal(sig, h);
+}
+
+/* System V semantics: one-shot, not blocked in its handler */
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	struct sigaction act, old;
+	if (h == SIG_ERR || sig <= 0 || sig >= NSIGS) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = h;
+	sigemptyset(&act.sa_mask);
+	act.sa_flags = SA_RESETHAND | SA_NODEFER;
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
+{
+	return sysv_signal(sig, h);
+}
+
+/* sigset() as glibc's, with SIG_HOLD */
+EXPORT sighandler_t sigset(int sig, sighandler_t h)
+{
+	sigset_t set, old;
+	struct sigaction act, oact;
+	sigemptyset(&set);
+	if (sig <= 0 || sig >= NSIGS || sigaddset(&set, sig) < 0) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	if (h == SIG_HOLD) {
+		if (sigaction(sig, NULL, &oact) < 0 ||
+		    pthread_sigmask(SIG_BLOCK, &set, &old) != 0)
+			return SIG_ERR;
+		return sigismember(&old, sig) ? SIG_HOLD : oact.sa_handler;
+	}
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = h;
+	sigemptyset(&act.sa_mask);
+	if (sigaction(sig, &act, &oact) < 0 ||
+	    pthread_sigmask(SIG_UNBLOCK, &set, &old) != 0)
+		return SIG_ERR;
+	return sigismember(&old, sig) ? SIG_HOLD : oact.sa_handler;
+}
+
+/* ---- leaving recorder code by longjmp ---- */
+
+/* glibc keeps the stack pointer of a jmp_buf mangled with the thread's
+ * pointer guard (x86_64: xor, then rotate left by 17). */
+static uintptr_t target_sp(const struct __jmp_buf_tag *env)
+{
+#if defined(__x86_64__)
+	uintptr_t guard, v = (uintptr_t)env->__jmpbuf[6];
+	__asm__("mov %%fs:0x30, %0" : "=r"(guard));
+	v = v >> 17 | v << 47;
+	return v ^ guard;
+#else
+	(void)env;
+	return UINTPTR_MAX; /* anywhere out: assume it leaves */
+#endif
+}
+
+/* Whether a jump to sp leaves the busy entry whose frame is at `frame`:
+ * on its own stack, a jump outwards does; from a handler on the
+ * alternate stack, any jump off that stack does. */
+static int leaves(uintptr_t sp, uintptr_t frame)
+{
+	stack_t ss;
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+		uintptr_t lo = (uintptr_t)ss.ss_sp, hi = lo + ss.ss_size;
+		int sp_on = sp >= lo && sp < hi;
+		int frame_on = frame >= lo && frame < hi;
+		if (!sp_on)
+			return 1;
+		if (!frame_on)
+			return 0; /* within the handler */
+	}
+	return sp > frame;
+}
+
+/* A longjmp while the thread is busy comes from a handler that ran there
+ * at once (a fault's, or one installed by the raw system call): the
+ * recorder code it interrupted never goes on. */
+static void before_jump(const struct __jmp_buf_tag *env)
+{
+	struct tstate *t = &hs_thread;
+	if (__builtin_expect(!t->busy, 1) || hs_guard.internal ||
+	    !leaves(target_sp(env), t->busy_sp))
+		return;
+	recorder_abandoned(t);
+	t->busy = 0;
+	if (t->ndeferred)
+		signals_replay(t);
+}
+
+#define JUMP(name, field, type)                                              \
+	EXPORT __attribute__((noreturn)) void name(type env, int val)        \
+	{                                                                    \
+		resolve();                                                   \
+		before_jump(env);                                            \
+		real.field(env, val);                                        \
+		__builtin_unreachable();                                     \
+	}
+
+JUMP(longjmp, longjmp, jmp_buf)
+JUMP(_longjmp, _longjmp, jmp_buf)
+JUMP(siglongjmp, siglongjmp, sigjmp_buf)
+JUMP(__longjmp_chk, longjmp_chk, jmp_buf)
