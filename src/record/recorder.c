@@ -976,39 +976,67 @@ static size_t encode_end(uint8_t *buf, unsigned reason, const char *exec_path)
 }
 #define END_MAX (4096 + 600 + (HS_COUNT_MAX + 8) * HS_VARINT_MAX)
 
-/* Lock held, recording stopped on an error: the trace's last chunk says
- * why, at the end of the last whole chunk.  The file is reached again by
- * its path if the program took the descriptor (checked to be the same
- * file); if this cannot be written either, the trace just ends. */
+/* The trace's descriptor, or when the program took it, the trace opened
+ * again by its path (checked to be the same file); -1 if neither. */
+static int trace_fd(int *own)
+{
+	struct recorder *R = &hs_rec;
+	struct stat st;
+	*own = 0;
+	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
+	    st.st_ino == R->ino)
+		return R->fd;
+	int fd = open(R->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != R->dev ||
+			st.st_ino != R->ino)) {
+		close(fd);
+		return -1;
+	}
+	*own = fd >= 0;
+	return fd;
+}
+
+/* Lock held, recording stopped on an error: the trace's last chunks hold
+ * what was buffered (unless the trace cannot be written) and say why
+ * recording stopped, after the last whole chunk.  When the program took
+ * the descriptor, this waits for the image's end (finish): opening the
+ * trace again takes the program's lowest free descriptor for a moment,
+ * which a program that just closed its descriptors may be about to
+ * open.  If nothing can be written, the trace just ends. */
 void write_stop(void)
 {
 	struct recorder *R = &hs_rec;
 	uint8_t end[END_MAX];
-	struct stat st;
-	if (R->ended || !R->started)
+	int own;
+	if (R->ended || !R->started || !R->file_off ||
+	    (R->fail_kind == FAIL_FD && !R->finishing))
 		return;
 	R->ended = 1;
+	int fd = trace_fd(&own), saved = R->fd;
+	if (fd < 0 || lseek(fd, (off_t)R->file_off, SEEK_SET) < 0)
+		goto out;
+	R->fd = fd;
+	if (R->fail_kind != FAIL_IO) {
+		if (R->pending &&
+		    write_chunk(R->buf[!R->active], R->pending_len) == 0)
+			R->pending = 0;
+		if (!R->pending && R->len &&
+		    write_chunk(R->buf[R->active], R->len) == 0)
+			R->len = 0;
+	}
 	size_t n = encode_end(end, HS_END_ERROR, NULL);
 	size_t c = chunk_encode(R->cctx, end, n, R->cout, R->cout_cap,
 				R->work);
-	int fd = R->fd, own = 0;
-	if (fd < 0 || fstat(fd, &st) || st.st_dev != R->dev ||
-	    st.st_ino != R->ino) {
-		fd = open(R->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-		own = 1;
-		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != R->dev ||
-				st.st_ino != R->ino)) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (c && fd >= 0 && lseek(fd, (off_t)R->file_off, SEEK_SET) >= 0 &&
-	    write_all(fd, R->cout, c) == 0)
+	if (c && write_all(fd, R->cout, c) == 0)
 		R->file_off += c;
-	else if (fd >= 0)
+	else
 		(void)!ftruncate(fd, (off_t)R->file_off);
-	if (own && fd >= 0)
+out:
+	if (own) {
 		close(fd);
+		saved = -1;
+	}
+	R->fd = saved;
 }
 
 static void finish(unsigned reason, const char *exec_path)
@@ -1021,7 +1049,9 @@ static void finish(unsigned reason, const char *exec_path)
 	busy_enter(t);
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	if (reason != HS_END_EXEC)
+	/* at exec the writer may go on (exec can fail); after a failure it
+	 * is done, and the stop chunk below must not race its compression */
+	if (reason != HS_END_EXEC || R->failed)
 		writer_stop();
 	uint8_t end[END_MAX];
 	/* the program exits from code of ours it interrupted (a handler of
@@ -1040,8 +1070,10 @@ static void finish(unsigned reason, const char *exec_path)
 		 * still run until the kernel replaces the image */
 		hs_live->on = 0;
 	}
-	if (R->failed)
+	if (R->failed) {
+		R->finishing = 1;
 		write_stop();
+	}
 	if (!nested)
 		rec_unlock();
 	pthread_setcancelstate(cancel, NULL);

@@ -91,6 +91,8 @@ struct recorder {
 	int failed;
 	int started;       /* a trace was started in this process */
 	int ended;         /* its end record is written */
+	int finishing;     /* the image ends: the last chance to write */
+	int fail_kind;     /* FAIL_*: how recording stopped */
 	int on_at_fork;    /* recording when fork() was called */
 	char stop_reason[512]; /* why recording stopped, for the trace */
 	int stop;
@@ -135,6 +137,10 @@ struct recorder {
 extern struct recorder hs_rec;
 
 enum { MALLINFO_NEVER, MALLINFO_AUTO, MALLINFO_ALWAYS };
+/* FAIL_IO: the trace cannot be written (a full disk); FAIL_FD: the
+ * program closed or replaced its descriptor; FAIL_OTHER: the trace is
+ * fine, recording is not */
+enum { FAIL_OTHER, FAIL_IO, FAIL_FD };
 
 static inline pid_t hs_tid(void)
 {
@@ -267,6 +273,9 @@ int flush_sync(const uint8_t *extra, size_t n);
 void hs_fail(const char *what, int err);
 /* Lock held, after a failure: the trace's last chunk says why. */
 void write_stop(void);
+/* Compresses n bytes of records and writes them as a chunk; the caller
+ * owns the compression context (the writer thread, or it is stopped). */
+int write_chunk(const uint8_t *src, size_t n);
 void hs_fail_path(const char *verb, int err); /* "VERB <trace path>" */
 int write_all(int fd, const void *p, size_t n);
 /* With the lock held: makes room for n bytes, swapping buffers if needed;

@@ -85,7 +85,7 @@ int write_all(int fd, const void *p, size_t n)
 }
 
 /* Compresses and writes one buffer as a chunk; the caller owns cctx. */
-static int write_chunk(const uint8_t *src, size_t n)
+int write_chunk(const uint8_t *src, size_t n)
 {
 	if (!n)
 		return 0;
@@ -99,7 +99,9 @@ static int write_chunk(const uint8_t *src, size_t n)
 	if (fstat(hs_rec.fd, &st) || st.st_dev != hs_rec.dev ||
 	    st.st_ino != hs_rec.ino) {
 		/* the program closed our descriptor (and may have reused its
-		 * number for a file of its own): never write there */
+		 * number for a file of its own): never write there.  What is
+		 * buffered is written at the end (write_stop) */
+		hs_rec.fail_kind = FAIL_FD;
 		hs_fail_path("the program closed the trace descriptor of", 0);
 		return -1;
 	}
@@ -108,6 +110,8 @@ static int write_chunk(const uint8_t *src, size_t n)
 		/* a full disk: cut the partial chunk so the trace stays whole
 		 * up to its last complete chunk */
 		(void)!ftruncate(hs_rec.fd, (off_t)hs_rec.file_off);
+		if (!hs_rec.failed)
+			hs_rec.fail_kind = FAIL_IO;
 		hs_fail_path("write", err);
 		return -1;
 	}
@@ -419,6 +423,8 @@ static void *writer_main(void *arg)
 			lock_give(&R->lock);
 			int rc = write_chunk(src, n);
 			lock_take(&R->lock, self);
+			if (rc && R->fail_kind == FAIL_FD)
+				break; /* kept pending for write_stop */
 			R->pending = 0;
 			R->last_flush_ns = now_ns();
 			event_signal(&R->space, 1);
