@@ -1,0 +1,66 @@
+/* An interval timer every 100 us while the main loop makes N malloc/free
+ * pairs of 777 bytes; the handler makes one pair of 555 bytes per signal
+ * (it is safe with an async-signal-safe allocator such as lfalloc; with
+ * glibc it is undefined but runs single-threaded, both sizes staying in
+ * the thread's cache), or none.  Prints the main loop's count; writes the
+ * handler's (which varies run to run) into COUNTS.
+ *   sigalloc MODE N COUNTS
+ * MODE: alarm-alloc (SIGALRM, ITIMER_REAL; handler allocates),
+ *       prof-alloc (SIGPROF, ITIMER_PROF; handler allocates),
+ *       prof-quiet (SIGPROF, ITIMER_PROF; handler allocation-free) */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "sink.h"
+
+static volatile sig_atomic_t ticks, blocks;
+static int alloc_in_handler;
+
+static void on_tick(int sig)
+{
+	(void)sig;
+	ticks++;
+	if (alloc_in_handler) {
+		void *p = malloc(555);
+		sink(p);
+		if (p)
+			blocks++;
+		free(p);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4)
+		return 2;
+	int prof = !strncmp(argv[1], "prof", 4);
+	alloc_in_handler = !!strstr(argv[1], "-alloc");
+	long n = atol(argv[2]);
+	/* both sizes in glibc's thread cache before the first signal */
+	free(malloc(555));
+	free(malloc(777));
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_tick;
+	sa.sa_flags = SA_RESTART;
+	sigaction(prof ? SIGPROF : SIGALRM, &sa, NULL);
+	struct itimerval it = { { 0, 100 }, { 0, 100 } };
+	setitimer(prof ? ITIMER_PROF : ITIMER_REAL, &it, NULL);
+	for (long i = 0; i < n; i++) {
+		void *p = malloc(777);
+		sink(p);
+		free(p);
+	}
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(prof ? ITIMER_PROF : ITIMER_REAL, &off, NULL);
+	signal(prof ? SIGPROF : SIGALRM, SIG_IGN);
+	printf("main loop: %ld blocks of 777 bytes\n", n);
+	FILE *f = fopen(argv[3], "w");
+	if (!f)
+		return 1;
+	fprintf(f, "ticks %d\nblocks %d\n", (int)ticks, (int)blocks);
+	return fclose(f) ? 1 : 0;
+}

@@ -1,0 +1,20 @@
+/* N blocks of SIZE bytes (777 by default), each freed at once: a victim
+ * whose own allocations the tests count exactly.
+ *   sized N [SIZE] */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sink.h"
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 10;
+	size_t size = argc > 2 ? strtoul(argv[2], NULL, 10) : 777;
+	for (long i = 0; i < n; i++) {
+		void *p = malloc(size);
+		sink(p);
+		free(p);
+	}
+	printf("sized: %ld blocks of %zu bytes\n", n, size);
+	return 0;
+}

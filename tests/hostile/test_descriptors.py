@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""4. The descriptors a recorded program sees are its own: at start, after
+an exec and in a forked child the list is the native one, and a program
+that puts its own pipe where the recorder's report channel was gets only
+its own data through it.
+
+The one allowance: a recorder inside the process must hold its trace
+open (and /proc/self/statm, for RSS samples), so those two, close-on-exec
+and on high numbers out of the program's way (>= 100), are taken out of
+the recorded list.  Nothing else may appear."""
+import os
+import re
+
+from hostile import (HANG, Case, cases, check, differ, fail, hprog,
+                     is_trace_name, split_stderr)
+
+LINE = re.compile(r"^(.*): fd (\d+) (.*?)( cloexec)?$")
+
+
+def own_descriptors(out, what):
+    """The listing without the recorder's trace and statm descriptors."""
+    kept = []
+    for line in out.decode(errors="replace").splitlines():
+        m = LINE.match(line)
+        if not m:
+            fail(f"{what}: lsfds printed {line!r}")
+        fd, target, cloexec = int(m.group(2)), m.group(3), m.group(4)
+        recorders = (is_trace_name(os.path.basename(target)) or
+                     re.fullmatch(r"/proc/\d+/statm", target))
+        if recorders and cloexec and fd >= 100:
+            continue
+        kept.append(line)
+    return kept
+
+
+def listing_case(output):
+    cmd = [hprog("lsfds"), "exec", "fork"]
+    with Case(f"lsfds, record -o {output}" if output else
+              "lsfds, default trace name") as c:
+        c.native(cmd)
+        c.record(cmd, output=output, timeout=HANG)
+        n, r = c.n, c.r
+        diffs = [d for d in (
+            differ("exit status", r.rc, n.rc),
+            differ("descriptors", own_descriptors(r.out, c.what),
+                   n.out.decode().splitlines()),
+            differ("stderr", split_stderr(r.err)[0], n.err)) if d]
+        if diffs:
+            fail(f"{c.what}: the program's descriptors differ from the "
+                 "native ones:\n" + "\n".join(diffs) +
+                 "\nrecorded listing:\n" + r.out.decode(errors="replace"))
+        c.check_quiet()
+        c.stats()
+
+
+def test_list_output():
+    listing_case("trace.hst")
+
+
+def test_list_default_name():
+    listing_case(None)
+
+
+def test_own_pipe_on_5_6_7():
+    with Case("pipefds") as c:
+        c.both([hprog("pipefds")], timeout=HANG)
+        check(b"read 46 bytes" in c.n.out, f"pipefds natively: {c.n.out!r}")
+        c.check_quiet()
+        c.stats()
+
+
+if __name__ == "__main__":
+    cases({"fd-list": [test_list_output, test_list_default_name],
+           "fd-own-pipe": [test_own_pipe_on_5_6_7]})

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""6 and 7. Signal handlers that allocate, and handlers that siglongjmp
+out of whatever they interrupted, the recorder's hooks included.
+
+6a: with lfalloc (async-signal-safe, lock-free), a 100 us timer whose
+handler allocates 555 bytes while the main loop allocates 777: every
+block is in the trace, or the trace says counts_verified: no and record
+says why.  6b: the same on glibc's malloc, single-threaded (undefined,
+but it runs natively): no deadlock, same output, same rule for counts.
+7a, 7b: with lfalloc, a handler that allocates and then siglongjmps back
+into the loop at random ticks, installed by sigaction (7a) or by the raw
+system call with a restorer of its own (7b): no hang, at exit either;
+the 999-byte blocks made after the timer stopped are all recorded (a
+thread left "busy" would lose them); counts exact or honestly not.
+Regression: SIGPROF every 100 us during heavy allocation, the handler
+allocation-free: exact counts."""
+import os
+
+from hostile import (HANG, Case, cases, check, check_eq, hprog, lfalloc,
+                     read_counts, sized_counts, verified_or_explained)
+
+N = 200000
+
+
+def with_lfalloc():
+    return dict(os.environ, LD_PRELOAD=lfalloc())
+
+
+def sigalloc_case(what, mode, native_env=None, opts=()):
+    quiet = "alloc" not in mode
+    with Case(what) as c:
+        c.both([hprog("sigalloc"), mode, str(N), "@SIDE@/counts"],
+               opts=opts, native_env=native_env, timeout=HANG)
+        if quiet:
+            c.check_quiet()
+        (t, s), = c.stats(allow_unverified=not quiet).items()
+        k = read_counts(c.side("rec", "counts"))
+        check(k["ticks"] > 0, f"{what}: the timer never fired ({k})")
+        got = sized_counts(t, [555, 777])
+        # one block of each size is made before the timer starts
+        check_eq(got[777], [N + 1, N + 1], f"{what}: (allocations, frees) "
+                 "of the main loop's 777 bytes")
+        want = 1 if quiet else k["blocks"] + 1
+        if verified_or_explained(c, s, what):
+            check_eq(got[555], [want, want], f"{what}: (allocations, frees) "
+                     f"of the handler's 555 bytes, {k['ticks']} signals, "
+                     "counts_verified: yes")
+        else:
+            check(got[555][0] <= want, f"{what}: {got[555]} of 555 bytes, "
+                  f"more than the {want} made")
+
+
+def test_handler_allocates_lfalloc():
+    sigalloc_case("sigalloc, lfalloc", "alarm-alloc",
+                  native_env=with_lfalloc(), opts=["--allocator", lfalloc()])
+
+
+def test_handler_allocates_glibc():
+    sigalloc_case("sigalloc, glibc", "alarm-alloc")
+
+
+def test_sigprof_quiet_handler():
+    sigalloc_case("sigalloc prof-quiet", "prof-quiet")
+
+
+def sigjmp_case(mode):
+    what = f"sigjmp {mode}"
+    m = 1000
+    with Case(what) as c:
+        c.both([hprog("sigjmp"), mode, str(N), str(m), "@SIDE@/counts"],
+               opts=["--allocator", lfalloc()], native_env=with_lfalloc(),
+               timeout=HANG)
+        check(c.n.rc != 77, f"{what}: raw rt_sigaction is not available")
+        (t, s), = c.stats(allow_unverified=True).items()
+        k = read_counts(c.side("rec", "counts"))
+        check(k["jumps"] > 0, f"{what}: the handler never jumped ({k})")
+        got = sized_counts(t, [555, 777, 999])
+        check_eq(got[999], [m, m], f"{what}: (allocations, frees) of the "
+                 "999 bytes made after the last jump")
+        if verified_or_explained(c, s, what):
+            check_eq(got[555], [k["blocks"], k["blocks"]],
+                     f"{what}: (allocations, frees) of the handler's 555 "
+                     f"bytes, counts_verified: yes ({k})")
+            # a jump may abandon a block between malloc and free
+            check(N <= got[777][0] <= N + k["jumps"] and
+                  got[777][1] >= N - k["jumps"],
+                  f"{what}: {got[777]} allocations and frees of 777 bytes "
+                  f"for {N} loop rounds and {k['jumps']} jumps, "
+                  "counts_verified: yes")
+
+
+def test_siglongjmp():
+    sigjmp_case("sigaction")
+
+
+def test_siglongjmp_raw():
+    sigjmp_case("raw")
+
+
+if __name__ == "__main__":
+    cases({"sigalloc-lfalloc": [test_handler_allocates_lfalloc],
+           "sigalloc-glibc": [test_handler_allocates_glibc],
+           "siglongjmp": [test_siglongjmp],
+           "siglongjmp-raw": [test_siglongjmp_raw],
+           "sigprof": [test_sigprof_quiet_handler]})

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""10. No silent empty traces.  A statically linked program, one that
+defines its own malloc, a setuid program (LD_PRELOAD cannot reach any of
+them): record says in one line that nothing could be recorded and why,
+and claims no event-free trace as written; the program runs natively.
+Default trace names already taken (a shared directory): the program runs
+and its trace goes under another name.  A full disk and a closed trace
+descriptor: `dump` names the real reason recording stopped, never
+"killed?"; the program runs on unchanged."""
+import os
+import re
+import shutil
+import subprocess
+
+from hostile import (HANG, HEAPSLOPE, WRITTEN, Case, cases, check, check_eq,
+                     check_sized, dump_stats, fail, hprog, run, victim)
+
+
+def check_nothing_recorded(c, reasons):
+    """One heapslope line that says why (one of the reasons, a regular
+    expression), and no trace reported that holds no event."""
+    said = [ln for ln in c.heapslope_lines() if not ln.startswith(WRITTEN)]
+    check_eq(len(said), 1, f"{c.what}: heapslope lines saying that nothing "
+             f"could be recorded (all of its lines: {c.heapslope_lines()})")
+    check(re.search(reasons, said[0], re.I),
+          f"{c.what}: {said[0]!r} does not say why (expected /{reasons}/)")
+    for t in c.r.traces:
+        s = dump_stats(t, allow_error=True)
+        check(s["_rc"] == 0 and s.get("events", 0) > 0,
+              f"{c.what}: record says it wrote {t}, which holds no event "
+              f"(dump: {s})")
+
+
+def test_static():
+    with Case("static program") as c:
+        c.both([hprog("sized-static"), "5"], timeout=HANG)
+        check_nothing_recorded(c, r"static")
+
+
+def test_own_malloc():
+    with Case("program with its own malloc") as c:
+        c.both([hprog("ownmalloc"), "5"], timeout=HANG)
+        check(c.n.out.startswith(b"own allocator: 5 blocks"),
+              f"ownmalloc natively: {c.n.out!r}")
+        check_nothing_recorded(c, r"malloc")
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def test_setuid():
+    with Case("setuid program") as c:
+        os.chmod(c.root, 0o755)
+        for k in ("native", "rec", "native-side", "rec-side"):
+            os.chmod(c.dir(k), 0o777)
+        bindir = os.path.join(c.root, "bin")
+        os.mkdir(bindir, 0o755)
+        exe = os.path.join(bindir, "euid")
+        shutil.copy(hprog("euid"), exe)
+        os.chown(exe, 0, 0)
+        os.chmod(exe, 0o4755)
+        c.native([exe, "5"], timeout=HANG, preexec=as_nobody)
+        if not c.n.out.startswith(b"euid 0,"):
+            fail("cannot run a setuid-root program as nobody here (needs "
+                 f"root, a filesystem without nosuid): {c.n.out!r} "
+                 f"{c.n.err!r}")
+        c.record([exe, "5"], timeout=HANG, preexec=as_nobody)
+        c.check_same()
+        check_nothing_recorded(c, r"set-?u(ser-)?id|setgid|secure|privilege")
+
+
+def next_pids(n):
+    """The n pids the kernel hands out next (from /proc/loadavg's last
+    pid), wrapping at pid_max back to 300 as Linux does."""
+    with open("/proc/loadavg") as f:
+        last = int(f.read().split()[4])
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    out = []
+    for i in range(1, n + 1):
+        p = last + i
+        if p >= pid_max:
+            p = 300 + (p - pid_max)
+        out.append(p)
+    return out
+
+
+def test_default_names_taken():
+    with Case("default trace names taken") as c:
+        d = c.dir("rec")
+        taken = {}
+        for pid in next_pids(300):
+            name = f"heapslope.sized.{pid}.hst"
+            taken[name] = f"someone else's {pid}\n".encode()
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(taken[name])
+        c.both([hprog("sized"), "7"], output=None, timeout=HANG)
+        c.check_quiet()
+        t = c.r.trace()
+        check(os.path.basename(t) not in taken,
+              f"{c.what}: the trace was written to a taken name, {t}")
+        for name, data in taken.items():
+            with open(os.path.join(d, name), "rb") as f:
+                check_eq(f.read(), data, f"{c.what}: {name}")
+        s = dump_stats(t)
+        check_eq(s.get("complete"), "yes", f"{c.what}: {t}: complete")
+        check_eq(s.get("counts_verified"), "yes", f"{c.what}: counts_verified")
+        check_sized(t, {777: 7}, c.what)
+
+
+def dump_reason(c, path, reason):
+    """dump of a trace whose recording stopped early: exits 0 or says it is
+    incomplete, never crashes, and names the reason (a regular
+    expression), never "killed?"."""
+    r = run([HEAPSLOPE, "dump", path], timeout=HANG)
+    err = r.err.decode(errors="replace")
+    check(0 <= r.rc < 128, f"{c.what}: dump crashed:\n" + r.describe())
+    check("killed?" not in err, f"{c.what}: dump guesses 'killed?' where "
+          f"the recorder knew why it stopped: {err.strip()!r}")
+    check(re.search(reason, err.replace(path, "TRACE"), re.I),
+          f"{c.what}: dump does not say why recording stopped (expected "
+          f"/{reason}/): {err.strip()!r}")
+
+
+def test_full_disk():
+    with Case("full disk") as c:
+        mnt = c.dir("rec")
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs",
+                            mnt], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        if m.returncode != 0:
+            fail("cannot mount a 1 MiB tmpfs for the full-disk test (needs "
+                 f"root): {m.stdout.decode().strip()}")
+        try:
+            # ~2.5 s, ~100 events per ms: several flushes fit, then not
+            c.both([victim("churn"), "200000", "7", "100"], timeout=HANG)
+            check_eq(c.n.rc, 7, "churn natively: exit status")
+            dump_reason(c, os.path.join(mnt, "trace.hst"),
+                        r"no space|ENOSPC|full")
+        finally:
+            u = subprocess.run(["umount", mnt], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            if u.returncode != 0:
+                subprocess.run(["umount", "-l", mnt])
+
+
+def test_closed_descriptor():
+    with Case("trace descriptor closed") as c:
+        c.both([hprog("closerange"), "1000", "200000", "out.txt"],
+               timeout=HANG)
+        check_eq(c.n.out, b"closerange: wrote out.txt on descriptor 3\n",
+                 "closerange natively: stdout")
+        dump_reason(c, c.r.trace(), r"\bclos|\bdescriptor\b|\bfd\b")
+
+
+if __name__ == "__main__":
+    cases({"static": [test_static], "own-malloc": [test_own_malloc],
+           "setuid": [test_setuid],
+           "default-name-taken": [test_default_names_taken],
+           "stopped-full-disk": [test_full_disk],
+           "stopped-closed-fd": [test_closed_descriptor]})
