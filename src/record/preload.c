@@ -131,7 +131,8 @@ static inline int ready(void)
  * reallocarray calls realloc) is its own business, never recorded. */
 #define REAL(call) (internal_begin(), real_ = (call), internal_end(), real_)
 
-static void record_result(enum hook_mode mode, unsigned fn, const void *p,
+static inline __attribute__((always_inline)) void
+record_result(enum hook_mode mode, unsigned fn, const void *p,
 			  size_t size, const void *caller)
 {
 	int e = errno;

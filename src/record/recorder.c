@@ -251,8 +251,9 @@ struct event {
 };
 
 /* Lock held: appends e with the stack ips[0..n) (unused by frees).
- * memo: the unwinder's word for that stack, or NULL. */
-static void put_event(const struct event *e, const uintptr_t *ips, int n,
+ * memo: the unwinder's word for that stack, or NULL.  Inlined: at each
+ * call the kind is mostly known, and this is every event's path. */
+static inline __attribute__((always_inline)) void put_event(const struct event *e, const uintptr_t *ips, int n,
 		      uint64_t *memo, int *fresh)
 {
 	struct recorder *R = &hs_rec;
@@ -325,13 +326,25 @@ void rec_lock(void)
 	lock_take(&hs_rec.lock, hs_tid());
 }
 
-void rec_unlock(void)
+static void unlock_slow(void)
 {
 	int fresh = 0;
-	if (__builtin_expect(hs_thread.nside != 0, 0))
-		side_flush(NULL, 0, &fresh);
+	side_flush(NULL, 0, &fresh);
 	lock_give(&hs_rec.lock);
 	after_fresh_nodes(fresh);
+}
+
+static inline void unlock(void)
+{
+	if (__builtin_expect(hs_thread.nside != 0, 0))
+		unlock_slow();
+	else
+		lock_give(&hs_rec.lock);
+}
+
+void rec_unlock(void)
+{
+	unlock();
 }
 
 int rec_nested_lock(void)
@@ -405,7 +418,7 @@ static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 	if (kind == HS_REC_ALLOC && fn == HS_FN_MMAP)
 		anonmap_add((uintptr_t)ptr, size);
 	put_event(&e, ips, n, memo, &fresh);
-	rec_unlock();
+	unlock();
 	after_fresh_nodes(fresh);
 }
 
@@ -425,7 +438,7 @@ void rec_free(unsigned fn, const void *ptr)
 	int fresh = 0;
 	rec_lock();
 	put_event(&e, NULL, 0, NULL, &fresh);
-	rec_unlock();
+	unlock();
 }
 
 void rec_munmap(const void *ptr, size_t len)
@@ -437,7 +450,7 @@ void rec_munmap(const void *ptr, size_t len)
 	/* only memory the program mapped anonymously: not its files */
 	if (anonmap_remove((uintptr_t)ptr, len))
 		put_event(&e, NULL, 0, NULL, &fresh);
-	rec_unlock();
+	unlock();
 }
 
 void rec_realloc_begin(int *depth, uintptr_t *ips)
@@ -503,7 +516,7 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 	if (__builtin_expect(hs_thread.nside != 0, 0) && ptr)
 		side_flush(frees_result, (uintptr_t)ptr, &fresh);
 	put_event(&e, ips, n, NULL, &fresh);
-	rec_unlock();
+	unlock();
 	after_fresh_nodes(fresh);
 }
 

@@ -164,8 +164,14 @@ void signals_forget(struct tstate *t);
  * entry lets the signals that arrived meanwhile through. */
 static inline void busy_enter(struct tstate *t)
 {
-	if (!t->busy++)
-		t->busy_sp = (uintptr_t)__builtin_frame_address(0);
+	/* the stack pointer, not __builtin_frame_address: that would give
+	 * every hook an RBP frame, which the fast unwinder's skip of our
+	 * own frames cannot take */
+	if (!t->busy++) {
+		uintptr_t sp;
+		__asm__("mov %%rsp, %0" : "=r"(sp));
+		t->busy_sp = sp;
+	}
 }
 
 static inline void busy_leave(struct tstate *t)
