@@ -168,9 +168,13 @@ static inline void busy_enter(struct tstate *t)
 	 * every hook an RBP frame, which the fast unwinder's skip of our
 	 * own frames cannot take */
 	if (!t->busy++) {
+#if defined(__x86_64__)
 		uintptr_t sp;
 		__asm__("mov %%rsp, %0" : "=r"(sp));
 		t->busy_sp = sp;
+#else
+		t->busy_sp = (uintptr_t)__builtin_frame_address(0);
+#endif
 	}
 }
 
