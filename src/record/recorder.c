@@ -567,6 +567,9 @@ void rec_modules_changed(void)
 {
 	struct recorder *R = &hs_rec;
 	int self = hs_tid();
+	/* a nested call, in code of ours that is doing this already */
+	if (lock_owned(&mod_lock, self) || lock_owned(&R->lock, self))
+		return;
 	lock_take(&mod_lock, self);
 	uint64_t gen = modules_generation();
 	modlist_collect(&R->scratch);
