@@ -575,6 +575,7 @@ EXPORT int pipe2(int fds[2], int flags)
 			fds[i] = high;
 		}
 	}
+	unwind_note_pipe(fds);
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <string.h>
+#include <sys/stat.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
@@ -77,12 +78,46 @@ const char *unwind_name(void)
 	return names[method];
 }
 
+/* libunwind's pipe for probing memory (see pipe2 in preload.c): it
+ * writes into it and reads back.  If the program has put files of its
+ * own on those numbers, libunwind must not run: it would write there.
+ * Closed numbers are fine, libunwind opens a new pipe then. */
+static struct {
+	int fd[2];
+	dev_t dev;
+	ino_t ino;
+} probe = { { -1, -1 }, 0, 0 };
+
+void unwind_note_pipe(const int fds[2])
+{
+	struct stat st;
+	if (fstat(fds[0], &st))
+		return;
+	probe.dev = st.st_dev;
+	probe.ino = st.st_ino;
+	probe.fd[0] = fds[0];
+	probe.fd[1] = fds[1];
+}
+
+static int probe_pipe_ours(void)
+{
+	for (int i = 0; i < 2 && probe.fd[0] >= 0; i++) {
+		struct stat st;
+		if (fstat(probe.fd[i], &st) == 0 &&
+		    (st.st_dev != probe.dev || st.st_ino != probe.ino))
+			return 0;
+	}
+	return 1;
+}
+
 /* libunwind may allocate: its calls are the recorder's own.  It keeps no
  * state a fast capture changes, and blocks signals around its caches, so
  * a nested call may use it while a fast capture is interrupted. */
 static int libunwind_capture(uintptr_t *ips, int max)
 {
 	void *raw[HS_DEPTH_MAX + 16];
+	if (!probe_pipe_ours())
+		return 0;
 	internal_begin();
 	int n = unw_backtrace(raw, max + 16);
 	internal_end();

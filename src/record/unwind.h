@@ -23,6 +23,10 @@ int unwind_capture(uintptr_t *ips, int max);
 /* The same with libunwind alone, which keeps no state of the thread's
  * that an interrupted capture may be changing: for nested calls. */
 int unwind_capture_plain(uintptr_t *ips, int max);
+/* The pipe libunwind opened to probe memory with (preload.c's pipe2):
+ * while the program holds other files on its numbers, libunwind is not
+ * used (stacks it would have captured are empty). */
+void unwind_note_pipe(const int fds[2]);
 /* Forgets what the thread's captures kept (one was left unfinished). */
 void unwind_forget(void);
 /* A word the caller may keep with the stack the calling thread's last
