@@ -12,6 +12,13 @@
 #define MMAP_MIN (128u * 1024)
 /* The brk heap is contiguous from heap_start; beyond this it is not. */
 #define BRK_SPAN (64ull << 30)
+/* Blocks this large are kept whole, as one extent in the table of mmapped
+ * blocks, never page by page: a count per page across a block of any
+ * size (a 100 GiB malloc, or the 3.4e15 bytes a corrupt trace claims) is
+ * memory and time without bound.  glibc mmaps every request this large
+ * (its mmap threshold is at most 32 MiB), and a block of one 64 MiB
+ * window or more shares its pages with no other block but at its ends. */
+#define LARGE (1ull << WINDOW_SHIFT)
 /* Probes of the replay per page when looking for a gap's block. */
 #define PROBES_MAX (1u << 22)
 #define NOT_FOUND UINT32_MAX
@@ -64,7 +71,10 @@ struct heapmap *heapmap_create(uint64_t page_size, uint64_t heap_start,
 	struct heapmap *h = calloc(1, sizeof(*h));
 	if (!h)
 		goto oom;
-	if (!page_size || (page_size & (page_size - 1)) ||
+	/* Linux pages are 4 KiB to 1 MiB, powers of two; any other value is
+	 * unknown or corrupt (a smaller one would make each 64 MiB window's
+	 * counts grow to match) */
+	if (page_size < 4096 || (page_size & (page_size - 1)) ||
 	    page_size > (1u << 20))
 		page_size = 4096;
 	h->page_size = page_size;
@@ -183,18 +193,25 @@ static void span_moved(struct heapmap *h, const struct region *r,
 	h->regions += (r->hi != 0) - was_live;
 }
 
+/* The count of page p, which r covers.  Indexed from r->first: a pointer
+ * to page 0 (r->count - r->first) would lie far outside the array. */
+static inline uint32_t *count_of(const struct region *r, uint64_t p)
+{
+	return &r->count[p - r->first];
+}
+
 /* Pages [p0, p1] of region r gain (+1) or lose (-1) a block that has
  * `bytes` of its bytes in them. */
 static inline __attribute__((always_inline)) void
 touch(struct heapmap *h, struct region *r, uint64_t p0, uint64_t p1,
       uint64_t bytes, int add)
 {
-	uint32_t *c = r->count - r->first;
-	uint64_t p = p0;
+	uint32_t *c = count_of(r, p0);
+	const uint64_t n = p1 - p0;
+	uint64_t p;
 	if (add) {
-		do
-			r->occupied += c[p]++ == 0;
-		while (++p <= p1);
+		for (uint64_t i = 0; i <= n; i++)
+			r->occupied += c[i]++ == 0;
 		r->live += bytes;
 		if (__builtin_expect(p0 < r->lo || p1 >= r->hi, 0)) {
 			uint64_t old = r->hi ? r->hi - r->lo : 0;
@@ -207,20 +224,19 @@ touch(struct heapmap *h, struct region *r, uint64_t p0, uint64_t p1,
 		}
 		return;
 	}
-	do {
-		if (c[p]) /* else not added: an inconsistent trace */
-			r->occupied -= --c[p] == 0;
-	} while (++p <= p1);
+	for (uint64_t i = 0; i <= n; i++)
+		if (c[i]) /* else not added: an inconsistent trace */
+			r->occupied -= --c[i] == 0;
 	r->live -= bytes <= r->live ? bytes : r->live;
 	if (__builtin_expect(p1 + 1 >= r->hi || !r->occupied, 0) &&
-	    (!r->occupied || !c[r->hi - 1])) {
+	    (!r->occupied || !*count_of(r, r->hi - 1))) {
 		uint64_t old = r->hi ? r->hi - r->lo : 0;
 		int was_live = r->hi != 0; /* not when the trace is wrong */
 		if (!r->occupied) {
 			r->hi = 0;
 		} else {
 			p = r->hi - 1;
-			while (p > r->lo && !c[p])
+			while (p > r->lo && !*count_of(r, p))
 				p--;
 			r->hi = p + 1;
 		}
@@ -301,7 +317,8 @@ static inline uint64_t chunk_size(uint64_t size)
 	return c < 32 ? 32 : c;
 }
 
-/* Adds or drops [addr, addr + size) region by region. */
+/* Adds or drops [addr, addr + size) region by region: size < LARGE, so
+ * one or two windows. */
 static inline __attribute__((always_inline)) int
 update(struct heapmap *h, uint64_t addr, uint64_t size, int add)
 {
@@ -311,8 +328,6 @@ update(struct heapmap *h, uint64_t addr, uint64_t size, int add)
 	if (in_brk(h, addr)) {
 		uint64_t p0 = addr >> h->page_shift;
 		uint64_t p1 = (end - 1) >> h->page_shift;
-		if (p1 - p0 > (BRK_SPAN >> h->page_shift))
-			return 0; /* absurd: not a heap block */
 		if (add && brk_reach(h, p1))
 			return hs_error("out of memory");
 		if (!add && p1 >= h->brk.first + h->brk.npages)
@@ -349,20 +364,34 @@ update(struct heapmap *h, uint64_t addr, uint64_t size, int add)
 	return 0;
 }
 
+/* Pages of a block kept whole; glibc's mmapped chunks start 16 bytes
+ * below the block. */
+static uint64_t extent_pages(const struct heapmap *h, uint64_t addr,
+			     uint64_t size)
+{
+	uint64_t first = (h->glibc && addr >= 16 ? addr - 16 : addr) >>
+			 h->page_shift;
+	uint64_t end = addr + size < addr ? UINT64_MAX : addr + size;
+	return ((end - 1) >> h->page_shift) - first + 1;
+}
+
+/* Whether addr lies in a window where glibc has put blocks below its mmap
+ * threshold: a thread arena, whose large blocks are its own. */
+static int in_arena(const struct heapmap *h, uint64_t addr)
+{
+	const struct region *r = window_find(h, addr >> WINDOW_SHIFT);
+	return r && r->arena;
+}
+
 int heapmap_add(struct heapmap *h, uint64_t addr, uint64_t size)
 {
 	if (!size)
 		return 0; /* holds no byte */
-	if (h->glibc && size >= MMAP_MIN && !in_brk(h, addr)) {
-		struct region *r = window_find(h, addr >> WINDOW_SHIFT);
-		if (!r || !r->arena) {
-			/* glibc's chunk header is 16 bytes below addr */
-			uint64_t first = (addr - 16) >> h->page_shift;
-			uint64_t last = (addr + size - 1) >> h->page_shift;
-			if (map_add(h, addr, last - first + 1))
-				return hs_error("out of memory");
-			return 0;
-		}
+	if (size >= LARGE || (h->glibc && size >= MMAP_MIN &&
+			      !in_brk(h, addr) && !in_arena(h, addr))) {
+		if (map_add(h, addr, extent_pages(h, addr, size)))
+			return hs_error("out of memory");
+		return 0;
 	}
 	return update(h, addr, size, 1);
 }
@@ -371,10 +400,12 @@ void heapmap_sub(struct heapmap *h, uint64_t addr, uint64_t size)
 {
 	if (!size)
 		return;
-	/* mmapped blocks are never in the brk heap */
-	if (h->nmap && !in_brk(h, addr) && map_sub(h, addr))
+	/* only blocks this large can be in the table of whole blocks */
+	if (size >= (h->glibc ? MMAP_MIN : LARGE) && h->nmap &&
+	    map_sub(h, addr))
 		return;
-	update(h, addr, size, 0);
+	if (size < LARGE) /* else never added page by page */
+		update(h, addr, size, 0);
 }
 
 void heapmap_state(const struct heapmap *h, struct heapmap_state *out)
@@ -395,7 +426,7 @@ void heapmap_state(const struct heapmap *h, struct heapmap_state *out)
 	out->releasable = h->span_pages > occupied
 				  ? (h->span_pages - occupied) * ps
 				  : 0;
-	out->mmapped = h->mapped_pages * ps;
+	out->mmapped = h->glibc ? h->mapped_pages * ps : 0;
 	out->regions = h->regions + h->nmap;
 	out->brk_top = !h->glibc || !h->heap_start ? 0
 		       : h->brk.hi ? h->brk.hi << h->page_shift
@@ -468,15 +499,16 @@ static int region_pins(struct heapmap *h, const struct region *r,
 {
 	if (!r->hi || r->hi - r->lo == r->occupied)
 		return 0;
-	const uint32_t *c = r->count - r->first;
-	uint64_t p = r->lo;
+	const uint32_t *c = count_of(r, r->lo); /* c[i]: page lo + i */
+	const uint64_t lo = r->lo;
+	uint64_t p = lo;
 	while (p < r->hi) {
-		if (c[p]) {
+		if (c[p - lo]) {
 			p++;
 			continue;
 		}
 		uint64_t g = p;
-		while (p < r->hi && !c[p])
+		while (p < r->hi && !c[p - lo])
 			p++;
 		/* p: the first occupied page above the gap [g, p) */
 		uint64_t size;
