@@ -12,7 +12,11 @@
 #include "symbols.h"
 
 /* Time windows beyond this many are a unit mistake (or a corrupt clock). */
-#define WINDOWS_MAX (10u * 1000 * 1000)
+#define WINDOWS_MAX SERIES_MAX
+/* Times are ns since the recording started: one past 2^62 ns (146 years)
+ * comes from a corrupt trace.  Below it, the window arithmetic cannot
+ * wrap (windows are at most 1e18 ns). */
+#define TIME_MAX (1ull << 62)
 #define AUTO_WINDOWS 20
 #define STACK_DEPTH_MAX 256
 #define EVENTS_AT_ONCE 256 /* decoded per reader_events call */
@@ -53,7 +57,34 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 	if (!a->allocator)
 		return hs_error("out of memory");
 	a->glibc = !strcmp(a->allocator, "glibc");
-	a->heap_start = h->heap_start;
+	/* a start beyond the user address space is unknown (corrupt) */
+	a->heap_start = h->heap_start < REPLAY_ADDR_END ? h->heap_start : 0;
+	return 0;
+}
+
+/* Prefixes the last error with the trace's path (copied first: hs_error
+ * cannot print its own message into itself). */
+static int path_error(const struct analysis *a)
+{
+	char why[512];
+	snprintf(why, sizeof(why), "%s", hs_last_error());
+	return hs_error("%s: %s", a->path, why);
+}
+
+/* Closes the time windows that end at or before now: -1 (hs_error) when
+ * there would be too many. */
+static int close_windows(struct analysis *a, struct pass *p, uint64_t now,
+			 uint64_t window, uint64_t *boundary)
+{
+	if (now < *boundary)
+		return 0;
+	/* checked before any is made: time:1ns over an hour is 3.6e12 */
+	if ((now - *boundary) / window >= WINDOWS_MAX - a->series.n)
+		return hs_error("more than %u time windows: use a longer "
+				"--batches time:DURATION", WINDOWS_MAX);
+	for (; now >= *boundary; *boundary += window)
+		if (replay_batch_end(p->replay, *boundary, 0))
+			return -1;
 	return 0;
 }
 
@@ -73,7 +104,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 	struct hs_record rec;
 	struct hs_event ev[EVENTS_AT_ONCE];
 	int rc, ret = -1, preloaded = 0;
-	uint64_t now = 0, boundary = window, windows = 0;
+	uint64_t now = 0, boundary = window;
 	reset_counts(a);
 	struct hs_reader *rd = reader_open(a->path);
 	if (!rd)
@@ -101,39 +132,43 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 				preloaded = symbols_preload(p->symbols);
 			a->events += n;
 			a->complete = 0;
-			if (replay_events(p->replay, ev, n))
+			if (replay_events(p->replay, ev, n)) {
+				path_error(a);
 				goto out;
+			}
 			continue;
 		}
 		if ((rc = reader_next(rd, &rec)) <= 0)
 			break;
+		if (rec.time_ns > TIME_MAX) {
+			hs_error("%s: corrupt trace: a time %.0f s after the "
+				 "recording started", a->path,
+				 rec.time_ns / 1e9);
+			goto out;
+		}
 		/* the latest time seen (defensive: reader times only grow) */
 		if (rec.time_ns > now)
 			now = rec.time_ns;
-		while (src == BATCHES_TIME && now >= boundary) {
-			if (++windows > WINDOWS_MAX) {
-				hs_error("more than %u time windows: use a "
-					 "longer --batches time:DURATION",
-					 WINDOWS_MAX);
-				goto out;
-			}
-			if (replay_batch_end(p->replay, boundary, 0))
-				goto out;
-			boundary += window;
+		if (src == BATCHES_TIME &&
+		    close_windows(a, p, now, window, &boundary)) {
+			path_error(a);
+			goto out;
 		}
 		if (rec.kind >= HS_REC_ALLOC) {
 			if (!preloaded)
 				preloaded = symbols_preload(p->symbols);
 			a->events++;
 			a->complete = 0;
-			if (replay_event(p->replay, &rec))
+			if (replay_event(p->replay, &rec)) {
+				path_error(a);
 				goto out;
+			}
 			continue;
 		}
 		switch (rec.kind) {
 		case HS_REC_STACK:
 			if (stacks_node(p->stacks, rec.id, rec.parent, rec.ip)) {
-				hs_error("%s: %s", a->path, hs_last_error());
+				path_error(a);
 				goto out;
 			}
 			break;
@@ -148,8 +183,10 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 			}
 			a->batch_marks++;
 			if (src == BATCHES_MARKER &&
-			    replay_batch_end(p->replay, now, 1))
+			    replay_batch_end(p->replay, now, 1)) {
+				path_error(a);
 				goto out;
+			}
 			break;
 		case HS_REC_SAMPLE:
 			a->samples++;

@@ -153,6 +153,21 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 	return 0;
 }
 
+/* Whether [addr, addr + size) reaches past REPLAY_ADDR_END (addr + size
+ * cannot wrap: both are below it). */
+static inline int outside(uint64_t addr, uint64_t size)
+{
+	return addr >= REPLAY_ADDR_END || size > REPLAY_ADDR_END - addr;
+}
+
+static int corrupt_block(const struct hs_event *e)
+{
+	return hs_error("corrupt trace: a %s of %llu bytes at 0x%llx reaches "
+			"past the user address space",
+			hs_fn_name(e->fn), (unsigned long long)e->size,
+			(unsigned long long)e->ptr);
+}
+
 static inline int event(struct replay *r, const struct hs_event *e)
 {
 	struct replay_totals *t = &r->t;
@@ -166,6 +181,8 @@ static inline int event(struct replay *r, const struct hs_event *e)
 			t->failed_allocations++;
 			return 0;
 		}
+		if (__builtin_expect(outside(e->ptr, e->size), 0))
+			return corrupt_block(e);
 		t->allocations++;
 		t->allocated_bytes += e->size;
 		if (insert(r, e->ptr, e->size, e->stack, 1))
@@ -194,6 +211,8 @@ static inline int event(struct replay *r, const struct hs_event *e)
 			t->failed_allocations++;
 			return 0;
 		}
+		if (__builtin_expect(outside(e->ptr, e->size), 0))
+			return corrupt_block(e);
 		if (e->old_ptr) {
 			t->reallocs++;
 			if (!drop(r, e->old_ptr))

@@ -13,6 +13,13 @@ struct hs_record;
 struct series;
 struct stacks;
 
+/* No Linux user address reaches 2^57: x86_64's user space ends at 2^47,
+ * or 2^56 with 5-level paging, arm64's at 2^52.  A block that reaches
+ * past it, or wraps past 2^64, comes from a corrupt trace (replay_event
+ * fails on it); a merely large one (a 100 GiB malloc, a 1 TiB mapping)
+ * is replayed, and the heap map keeps it whole. */
+#define REPLAY_ADDR_END (1ull << 57)
+
 struct replay_totals {
 	uint64_t allocations, frees, reallocs, failed_allocations;
 	uint64_t unmatched_frees;      /* frees (and reallocs) of addresses
@@ -46,7 +53,8 @@ struct replay *replay_create(struct stacks *stacks, struct series *series,
 			     struct heapmap *heap);
 void replay_destroy(struct replay *r);
 
-/* One event record (kind >= HS_REC_ALLOC); -1 only when out of memory. */
+/* One event record (kind >= HS_REC_ALLOC); -1 when out of memory or when
+ * a new block lies outside the user address space (a corrupt trace). */
 int replay_event(struct replay *r, const struct hs_record *rec);
 /* n event records, as reader_events decodes them. */
 int replay_events(struct replay *r, const struct hs_event *ev, size_t n);

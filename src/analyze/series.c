@@ -40,8 +40,13 @@ static void take_sample(struct batch *b, const struct sample *smp)
 int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
 		     const struct heapmap_state *shape, int from_mark)
 {
+	if (s->n >= SERIES_MAX)
+		return hs_error("corrupt trace: more than %u batch marks",
+				SERIES_MAX);
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
+		if (cap > SERIES_MAX)
+			cap = SERIES_MAX;
 		struct batch *v = realloc(s->v, cap * sizeof(*v));
 		if (!v)
 			return hs_error("out of memory");

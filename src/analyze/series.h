@@ -10,6 +10,11 @@
 struct heapmap_state;
 struct hs_record;
 
+/* Batches kept at most (some 2 GB of them): a batch index is 32 bits, and
+ * past this many the marks come from a corrupt trace, or a unit mistake
+ * in --batches time:DURATION. */
+#define SERIES_MAX (10u * 1000 * 1000)
+
 struct batch {
 	uint64_t end_ns;          /* time of the mark (or window end) */
 	uint64_t live_bytes;      /* live heap at the mark */
@@ -72,7 +77,8 @@ void series_init(struct series *s);
 void series_finish(struct series *s);
 
 /* Closes the current batch at time end_ns with `live` bytes live and the
- * heap's shape `shape` (NULL: unknown).  With from_mark, the SAMPLE record
+ * heap's shape `shape` (NULL: unknown); -1 (hs_error) out of memory or
+ * past SERIES_MAX batches.  With from_mark, the SAMPLE record
  * that follows the mark supplies RSS; else (time windows) the latest
  * sample taken within the window. */
 int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
