@@ -7,8 +7,12 @@
 #include "format/error.h"
 #include "symbols.h"
 
-/* Ids come from the recorder's counter, so a new node's id is at most a
- * little past the largest seen; anything further is corruption. */
+/* Ids come from the recorder's counter, 1, 2, 3...: a node's id is at
+ * most a little past the number of nodes defined before it (threads'
+ * records may arrive out of order); anything further is corruption.
+ * Bounding by the count of records, not by the table's size, keeps the
+ * table proportional to the trace's stacks: else each record could
+ * double it. */
 #define ID_SLACK (1u << 16)
 #define NO_SLOT UINT32_MAX
 
@@ -32,6 +36,7 @@ struct site {
 struct stacks {
 	struct node *nodes;
 	size_t nnodes; /* ids [0, nnodes) are addressable */
+	uint64_t defined; /* HS_REC_STACK records seen */
 	struct slot *slots;
 	size_t nslots, slots_cap;
 	uint32_t from;
@@ -110,9 +115,10 @@ void stacks_destroy(struct stacks *s)
 
 int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip)
 {
-	if (id == 0 || id >= UINT32_MAX || id >= s->nnodes + ID_SLACK)
+	if (id == 0 || id >= UINT32_MAX || id > s->defined + ID_SLACK)
 		return hs_error("corrupt trace: stack id %llu out of sequence",
 				(unsigned long long)id);
+	s->defined++;
 	if (parent >= s->nnodes)
 		parent = 0; /* a parent never defined: cut the stack there */
 	if (id >= s->nnodes) {
