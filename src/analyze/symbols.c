@@ -20,12 +20,21 @@
 #include "format/reader.h"
 
 #define BUILD_ID_MAX 64
+/* Distinct modules at most.  The recorder writes a module again each time
+ * it is loaded (dlopen/dlclose loops), and those are kept once; a live
+ * process holds at most 8192 (the recorder's limit), so more than this
+ * many distinct ones come from a corrupt trace.  Each costs a file lookup
+ * when symbolizing. */
+#define MODULES_MAX (1u << 16)
+#define NO_MODULE UINT32_MAX
 
 struct module {
 	char *path;
+	size_t path_len;
 	uint8_t build_id[BUILD_ID_MAX];
 	size_t build_id_len;
 	uint64_t base, lo, hi; /* [lo, hi): addresses its segments cover */
+	uint64_t seq; /* when last recorded: the newest covers an address */
 	int stale; /* the file at path has another build-id now */
 };
 
@@ -46,6 +55,9 @@ struct preload {
 struct symbols {
 	struct module *mods;
 	size_t n, cap;
+	uint32_t *index; /* open addressing over mods, NO_MODULE: empty */
+	size_t index_mask;
+	uint64_t seq;
 	char *user_dir;
 	char *dwfl_path; /* the search path handed to libdwfl */
 	Dwfl_Callbacks cb;
@@ -203,6 +215,7 @@ void symbols_destroy(struct symbols *s)
 	for (size_t i = 0; i < s->n; i++)
 		free(s->mods[i].path);
 	free(s->mods);
+	free(s->index);
 	free(s->dwfl_path);
 	free(s->user_dir);
 	if (s->libstdcxx)
@@ -210,41 +223,103 @@ void symbols_destroy(struct symbols *s)
 	free(s);
 }
 
-int symbols_module(struct symbols *s, const struct hs_record *rec)
+static uint64_t module_hash(const struct module *m)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (size_t i = 0; i < m->path_len; i++)
+		h = (h ^ (uint8_t)m->path[i]) * 0x100000001b3ull;
+	for (size_t i = 0; i < m->build_id_len; i++)
+		h = (h ^ m->build_id[i]) * 0x100000001b3ull;
+	return (h ^ m->base ^ m->lo * 31 ^ m->hi * 961) * 0x9e3779b97f4a7c15ull;
+}
+
+static int same_module(const struct module *a, const struct module *b)
+{
+	return a->base == b->base && a->lo == b->lo && a->hi == b->hi &&
+	       a->path_len == b->path_len &&
+	       a->build_id_len == b->build_id_len &&
+	       !memcmp(a->path, b->path, a->path_len) &&
+	       !memcmp(a->build_id, b->build_id, a->build_id_len);
+}
+
+/* The index slot of m: its twin's, or the empty one where it goes. */
+static uint32_t *index_slot(const struct symbols *s, const struct module *m)
+{
+	size_t i = (size_t)(module_hash(m) >> 32) & s->index_mask;
+	while (s->index[i] != NO_MODULE &&
+	       !same_module(&s->mods[s->index[i]], m))
+		i = (i + 1) & s->index_mask;
+	return &s->index[i];
+}
+
+/* Room for one more module in mods and in the index. */
+static int module_room(struct symbols *s)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
 		struct module *v = realloc(s->mods, cap * sizeof(*v));
 		if (!v)
-			return hs_error("out of memory");
+			return -1;
 		s->mods = v;
 		s->cap = cap;
 	}
-	struct module *m = &s->mods[s->n];
-	memset(m, 0, sizeof(*m));
-	m->path = malloc(rec->str_len + 1);
-	if (!m->path)
-		return hs_error("out of memory");
-	memcpy(m->path, rec->str, rec->str_len);
-	m->path[rec->str_len] = 0;
-	m->build_id_len = rec->build_id_len < BUILD_ID_MAX ? rec->build_id_len
-							   : BUILD_ID_MAX;
-	memcpy(m->build_id, rec->build_id, m->build_id_len);
-	m->base = rec->base;
-	m->lo = UINT64_MAX;
+	if (s->index && (s->n + 1) * 2 <= s->index_mask + 1)
+		return 0;
+	size_t size = s->index ? (s->index_mask + 1) * 2 : 64;
+	uint32_t *t = malloc(size * sizeof(*t));
+	if (!t)
+		return -1;
+	memset(t, 0xff, size * sizeof(*t));
+	free(s->index);
+	s->index = t;
+	s->index_mask = size - 1;
+	for (size_t i = 0; i < s->n; i++)
+		*index_slot(s, &s->mods[i]) = (uint32_t)i;
+	return 0;
+}
+
+int symbols_module(struct symbols *s, const struct hs_record *rec)
+{
+	struct module m = {
+		.path = (char *)rec->str,
+		.path_len = rec->str_len,
+		.build_id_len = rec->build_id_len < BUILD_ID_MAX
+					? rec->build_id_len
+					: BUILD_ID_MAX,
+		.base = rec->base,
+		.lo = UINT64_MAX,
+	};
+	memcpy(m.build_id, rec->build_id, m.build_id_len);
 	for (unsigned i = 0; i < rec->nseg; i++) {
 		uint64_t lo = rec->base + rec->segs[i].vaddr;
 		uint64_t hi = lo + rec->segs[i].memsz;
-		if (lo < m->lo)
-			m->lo = lo;
-		if (hi > m->hi)
-			m->hi = hi;
+		if (lo < m.lo)
+			m.lo = lo;
+		if (hi > m.hi)
+			m.hi = hi;
 	}
 	if (!rec->nseg) {
-		m->lo = rec->base;
-		m->hi = rec->base + 1;
+		m.lo = rec->base;
+		m.hi = rec->base + 1;
 	}
-	s->n++;
+	m.seq = ++s->seq;
+	if (module_room(s))
+		return hs_error("out of memory");
+	uint32_t *slot = index_slot(s, &m);
+	if (*slot != NO_MODULE) { /* loaded again: now the newest */
+		s->mods[*slot].seq = m.seq;
+		return 0;
+	}
+	if (s->n == MODULES_MAX)
+		return hs_error("corrupt trace: more than %u distinct modules",
+				MODULES_MAX);
+	m.path = malloc(rec->str_len + 1);
+	if (!m.path)
+		return hs_error("out of memory");
+	memcpy(m.path, rec->str, rec->str_len);
+	m.path[rec->str_len] = 0;
+	*slot = (uint32_t)s->n;
+	s->mods[s->n++] = m;
 	return 0;
 }
 
@@ -269,11 +344,13 @@ size_t symbols_stale(const struct symbols *s, const char **first)
 static const struct module *find_module(const struct symbols *s,
 					uint64_t ip)
 {
-	/* the newest first: an address range reused after a dlclose */
-	for (size_t i = s->n; i-- > 0;)
-		if (ip >= s->mods[i].lo && ip < s->mods[i].hi)
-			return &s->mods[i];
-	return NULL;
+	/* the newest: an address range reused after a dlclose */
+	const struct module *found = NULL;
+	for (size_t i = 0; i < s->n; i++)
+		if (ip >= s->mods[i].lo && ip < s->mods[i].hi &&
+		    (!found || s->mods[i].seq > found->seq))
+			found = &s->mods[i];
+	return found;
 }
 
 /* 1 if path is a runtime library whose frames only wrap malloc
