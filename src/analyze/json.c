@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,18 @@ static const char *const sources[] = {
 static const char *const end_reasons[] = { "exit", "exec", "_exit",
 					   "error" };
 
-/* cJSON numbers are doubles: exact for counts below 2^53. */
+/* cJSON numbers are doubles: exact for counts below 2^53.  From 2^53 on,
+ * where every double is a whole number, cJSON would write 1.47e+17, which
+ * readers take for a fraction: the report's counts and sizes are integers
+ * (heapslope-report(5)), so these are written digit by digit. */
 static void num(cJSON *o, const char *k, double v)
 {
+	char digits[320];
+	if (isfinite(v) && fabs(v) >= 0x1p53) {
+		snprintf(digits, sizeof(digits), "%.0f", v);
+		cJSON_AddRawToObject(o, k, digits);
+		return;
+	}
 	cJSON_AddNumberToObject(o, k, v);
 }
 
