@@ -24,7 +24,6 @@
 #include "commands.h"
 #include "format/append.h"
 #include "format/error.h"
-#include "format/reader.h"
 
 #ifndef HS_LIBDIR
 #define HS_LIBDIR "/usr/local/lib/heapslope"
@@ -688,8 +687,8 @@ static int read_msg(int fd, struct child_msg *m)
 }
 
 /* After the run: a trace the recorder never wrote to (it did not load)
- * is removed, and said so; one whose program's malloc was not the
- * recorder's says that nothing through it was recorded. */
+ * is removed, and said so.  (One whose program's malloc was not the
+ * recorder's, the recorder said so itself, as the program started.) */
 static int check_trace(const char *path, const char *prog,
 		       const char *why)
 {
@@ -701,13 +700,6 @@ static int check_trace(const char *path, const char *prog,
 			why ? why : "the recorder did not load in it");
 		return -1;
 	}
-	struct hs_reader *r = reader_open(path);
-	const struct hs_header *h = r ? reader_header(r) : NULL;
-	if (h && h->malloc_owner)
-		fprintf(stderr, "heapslope: %s: the program's malloc is %s's "
-				"own: its allocations were not recorded\n",
-			path, h->malloc_owner);
-	reader_destroy(r);
 	return 0;
 }
 

@@ -4,7 +4,9 @@
 #include "recorder.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
@@ -741,9 +743,15 @@ static const char *malloc_owner(void)
 {
 	static char path[4096];
 	Dl_info a, b;
+	const ElfW(Sym) *sym = NULL;
 	void *f = dlsym(RTLD_DEFAULT, "malloc");
-	if (!f || !dladdr(f, &a) || !dladdr((void *)recorder_init, &b) ||
-	    a.dli_fbase == b.dli_fbase)
+	/* an executable that takes malloc's address has a stub of that name
+	 * (a canonical PLT entry) that dlsym returns: only a definition, at
+	 * that very address, is a malloc of its own */
+	if (!f || !dladdr1(f, &a, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+	    !a.dli_sname || strcmp(a.dli_sname, "malloc") || a.dli_saddr != f ||
+	    sym->st_shndx == SHN_UNDEF ||
+	    !dladdr((void *)recorder_init, &b) || a.dli_fbase == b.dli_fbase)
 		return NULL;
 	if (a.dli_fname && a.dli_fname[0])
 		snprintf(path, sizeof(path), "%s", a.dli_fname);
