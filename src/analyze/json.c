@@ -189,8 +189,45 @@ static void shape_point(const struct analysis *a, const struct batch *x,
 	       (double)x->heap_releasable_bytes);
 }
 
+/* One entry of the series. */
+static cJSON *batch_entry(const struct analysis *a, size_t i)
+{
+	const struct batch *x = &a->series.v[i];
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	num(o, "index", (double)i);
+	num(o, "end_s", (double)x->end_ns / 1e9);
+	num(o, "live_bytes", (double)x->live_bytes);
+	num(o, "peak_live_bytes", (double)x->peak_live_bytes);
+	if (x->has_rss)
+		num(o, "rss_bytes", (double)x->rss_bytes);
+	else
+		cJSON_AddNullToObject(o, "rss_bytes");
+	if (x->has_heap_free)
+		num(o, "heap_free_bytes", (double)x->heap_free_bytes);
+	else
+		cJSON_AddNullToObject(o, "heap_free_bytes");
+	if (x->has_heap_free)
+		num(o, "heap_bytes", (double)x->heap_bytes);
+	else
+		cJSON_AddNullToObject(o, "heap_bytes");
+	num(o, "allocations", (double)x->allocations);
+	num(o, "frees", (double)x->frees);
+	num(o, "allocated_bytes", (double)x->allocated_bytes);
+	shape_point(a, x, o);
+	return o;
+}
+
+/* The series goes out one batch at a time (a trace may have millions of
+ * marks: in one cJSON tree they took 3 KB each); the report's tree holds
+ * this raw text in its place, which no printed JSON string can contain
+ * (cJSON escapes control characters). */
+#define SERIES_HOLE '\x01'
+
 static cJSON *batches(const struct analysis *a)
 {
+	static const char hole[] = { SERIES_HOLE, 0 };
 	cJSON *b = cJSON_CreateObject();
 	cJSON_AddStringToObject(b, "source", sources[a->source]);
 	num(b, "count", (double)a->series.n);
@@ -198,33 +235,27 @@ static cJSON *batches(const struct analysis *a)
 	cJSON_AddBoolToObject(b, "warmup_auto", a->warmup_auto);
 	if (a->source != BATCHES_MARKER)
 		num(b, "window_s", (double)a->window_ns / 1e9);
-	cJSON *s = cJSON_AddArrayToObject(b, "series");
-	for (size_t i = 0; i < a->series.n; i++) {
-		const struct batch *x = &a->series.v[i];
-		cJSON *o = cJSON_CreateObject();
-		num(o, "index", (double)i);
-		num(o, "end_s", (double)x->end_ns / 1e9);
-		num(o, "live_bytes", (double)x->live_bytes);
-		num(o, "peak_live_bytes", (double)x->peak_live_bytes);
-		if (x->has_rss)
-			num(o, "rss_bytes", (double)x->rss_bytes);
-		else
-			cJSON_AddNullToObject(o, "rss_bytes");
-		if (x->has_heap_free)
-			num(o, "heap_free_bytes", (double)x->heap_free_bytes);
-		else
-			cJSON_AddNullToObject(o, "heap_free_bytes");
-		if (x->has_heap_free)
-			num(o, "heap_bytes", (double)x->heap_bytes);
-		else
-			cJSON_AddNullToObject(o, "heap_bytes");
-		num(o, "allocations", (double)x->allocations);
-		num(o, "frees", (double)x->frees);
-		num(o, "allocated_bytes", (double)x->allocated_bytes);
-		shape_point(a, x, o);
-		cJSON_AddItemToArray(s, o);
-	}
+	cJSON_AddRawToObject(b, "series", hole);
 	return b;
+}
+
+/* a's series, as a JSON array, one entry a line. */
+static int write_series(FILE *f, const struct analysis *a)
+{
+	if (fputc('[', f) < 0)
+		return -1;
+	for (size_t i = 0; i < a->series.n; i++) {
+		cJSON *o = batch_entry(a, i);
+		char *t = o ? cJSON_PrintUnformatted(o) : NULL;
+		cJSON_Delete(o);
+		if (!t)
+			return hs_error("out of memory");
+		int bad = fputs(i ? ",\n" : "\n", f) < 0 || fputs(t, f) < 0;
+		cJSON_free(t);
+		if (bad)
+			return -1;
+	}
+	return fputs(a->series.n ? "\n]" : "]", f) < 0 ? -1 : 0;
 }
 
 static cJSON *growth(const struct analysis *a)
@@ -407,8 +438,10 @@ static cJSON *report(const struct analysis *a)
 	return root;
 }
 
-/* Prints root to path ("-": stdout) and frees it. */
-static int write_doc(cJSON *root, const char *path)
+/* Prints root to path ("-": stdout), the series of a[0, n) in their
+ * places, and frees root. */
+static int write_doc(cJSON *root, struct analysis *const *a, size_t n,
+		     const char *path)
 {
 	int rc = -1;
 	FILE *f = NULL;
@@ -423,12 +456,25 @@ static int write_doc(cJSON *root, const char *path)
 		hs_error("cannot create %s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (fputs(text, f) < 0 || fputc('\n', f) < 0 || fflush(f) != 0) {
+	hs_error("out of memory"); /* what write_series leaves unset */
+	for (char *p = text;; n--, a++) {
+		char *hole = strchr(p, SERIES_HOLE);
+		if (hole)
+			*hole = 0;
+		if (fputs(p, f) < 0 || (hole && (!n || write_series(f, *a))))
+			goto write_error;
+		if (!hole)
+			break;
+		p = hole + 1;
+	}
+	if (fputc('\n', f) < 0 || fflush(f) != 0)
+		goto write_error;
+	rc = 0;
+	goto out;
+write_error:
+	if (ferror(f))
 		hs_error("cannot write %s: %s", to_stdout ? "stdout" : path,
 			 strerror(errno));
-		goto out;
-	}
-	rc = 0;
 out:
 	if (f && f != stdout && fclose(f) != 0 && rc == 0)
 		rc = hs_error("cannot write %s: %s", path, strerror(errno));
@@ -439,7 +485,8 @@ out:
 
 int json_write(const struct analysis *a, const char *path)
 {
-	return write_doc(report(a), path);
+	struct analysis *const one[] = { (struct analysis *)a };
+	return write_doc(report(a), one, 1, path);
 }
 
 int json_write_many(struct analysis *const *a, size_t n, const char *path)
@@ -451,5 +498,5 @@ int json_write_many(struct analysis *const *a, size_t n, const char *path)
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(v, report(a[i]));
 	}
-	return write_doc(root, path);
+	return write_doc(root, a, n, path);
 }
