@@ -1,0 +1,699 @@
+#include "mutate.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "format/encoder.h"
+#include "format/error.h"
+#include "format/reader.h"
+
+/* Rows per chunk at most, as the reader takes them: a record repeated
+ * many times spills into more chunks. */
+#define ROWS_MAX HS_CHUNK_MAX
+/* Copies and counts at most: a mutated trace takes a few MiB of rows,
+ * for inputs the fuzzer and the test run in a fraction of a second. */
+#define REPEAT_MAX (1u << 20)
+#define REPEAT_BYTES (4u << 20)
+#define NSEG_MAX 1024
+#define NCOUNT_MAX 4096
+
+/* The trace being written, and the rows of its current chunk. */
+struct out {
+	uint8_t *buf;
+	size_t len, cap;
+	uint8_t *rows;
+	size_t nrows, rows_cap;
+	struct hs_enc enc;
+	uint64_t tid; /* the thread of the chunk's events */
+	ZSTD_CCtx *cctx;
+};
+
+/* Room for n more bytes of rows (n <= ROWS_MAX - o->nrows). */
+static int reserve_rows(struct out *o, size_t n)
+{
+	if (o->nrows + n <= o->rows_cap)
+		return 0;
+	size_t cap = o->rows_cap ? o->rows_cap : 1 << 16;
+	while (cap < o->nrows + n)
+		cap *= 2;
+	uint8_t *b = realloc(o->rows, cap);
+	if (!b)
+		return hs_error("out of memory");
+	o->rows = b;
+	o->rows_cap = cap;
+	return 0;
+}
+
+static int reserve(struct out *o, size_t n)
+{
+	if (o->len + n <= o->cap)
+		return 0;
+	size_t cap = o->cap ? o->cap : 1 << 16;
+	while (cap < o->len + n)
+		cap *= 2;
+	uint8_t *b = realloc(o->buf, cap);
+	if (!b)
+		return hs_error("out of memory");
+	o->buf = b;
+	o->cap = cap;
+	return 0;
+}
+
+/* The rows so far as one chunk, encoded as the recorder's writer does. */
+static int flush(struct out *o)
+{
+	if (!o->nrows)
+		return 0;
+	uint8_t *work = malloc(chunk_work_size(o->nrows));
+	if (!work || reserve(o, chunk_bound(o->nrows))) {
+		free(work);
+		return hs_error("out of memory");
+	}
+	size_t c = chunk_encode(o->cctx, o->rows, o->nrows, o->buf + o->len,
+				chunk_bound(o->nrows), work);
+	free(work);
+	if (!c)
+		return hs_error("chunk_encode failed on %zu bytes of rows",
+				o->nrows);
+	o->len += c;
+	o->nrows = 0;
+	enc_reset(&o->enc);
+	return 0;
+}
+
+static uint64_t changed(uint64_t v, const struct mutate_rule *rule);
+
+static int put_header(struct out *o, const struct hs_header *hd,
+		      const struct mutate_rule *rules, size_t nrules)
+{
+	struct hs_header h = *hd;
+	for (size_t i = 0; i < nrules; i++) {
+		if (rules[i].index != MUTATE_HEADER)
+			continue;
+		if (rules[i].field == MF_PAGE_SIZE)
+			h.page_size = changed(h.page_size, &rules[i]);
+		else if (rules[i].field == MF_HEAP_START)
+			h.heap_start = changed(h.heap_start, &rules[i]);
+		else if (rules[i].field == MF_OPTIONS)
+			h.options = changed(h.options, &rules[i]);
+	}
+	struct hs_hdr_buf b = { malloc(HS_HEADER_MAX), 0, HS_HEADER_MAX, 0 };
+	if (!b.buf)
+		return hs_error("out of memory");
+	hdr_put_u64(&b, HS_HDR_PID, h.pid);
+	hdr_put_u64(&b, HS_HDR_PPID, h.ppid);
+	if (h.exe)
+		hdr_put_str(&b, HS_HDR_EXE, h.exe);
+	for (int i = 0; i < h.argc; i++)
+		hdr_put_str(&b, HS_HDR_ARG, h.argv[i]);
+	hdr_put_u64(&b, HS_HDR_START_REALTIME, h.start_realtime_ns);
+	hdr_put_u64(&b, HS_HDR_START_MONOTONIC, h.start_monotonic_ns);
+	hdr_put_u64(&b, HS_HDR_PAGE_SIZE, h.page_size);
+	hdr_put_u64(&b, HS_HDR_DEPTH, h.depth);
+	hdr_put_u64(&b, HS_HDR_OPTIONS, h.options);
+	if (h.recorder_version)
+		hdr_put_str(&b, HS_HDR_VERSION, h.recorder_version);
+	hdr_put_u64(&b, HS_HDR_INTERVAL, h.interval_ms);
+	if (h.unwind)
+		hdr_put_str(&b, HS_HDR_UNWIND, h.unwind);
+	if (h.allocator)
+		hdr_put_str(&b, HS_HDR_ALLOCATOR, h.allocator);
+	hdr_put_u64(&b, HS_HDR_HEAP_START, h.heap_start);
+	int rc = reserve(o, HS_PREAMBLE_LEN + b.len);
+	size_t n = rc ? 0 : hdr_finish(&b, o->buf, o->cap);
+	free(b.buf);
+	if (rc)
+		return -1;
+	if (!n)
+		return hs_error("header too long");
+	o->len = n;
+	return 0;
+}
+
+/* Bytes one record can take once encoded (nseg, ncount: of the copy). */
+static size_t record_bound(const struct hs_record *r, uint64_t nseg,
+			   uint64_t ncount)
+{
+	size_t n = 1 + 10 * HS_VARINT_MAX;
+	switch (r->kind) {
+	case HS_REC_MODULE:
+		return n + r->str_len + r->build_id_len +
+		       4 * HS_VARINT_MAX * nseg;
+	case HS_REC_END:
+		return n + HS_VARINT_MAX * ncount;
+	case HS_REC_THREAD_NAME:
+	case HS_REC_MARK:
+	case HS_REC_EXEC:
+		return n + r->str_len;
+	default:
+		return n;
+	}
+}
+
+/* One record's rows, as the recorder encodes it; NULL for a record this
+ * encoder does not know. */
+static uint8_t *encode(struct out *o, uint8_t *p, const struct hs_record *r,
+		       uint64_t nseg, uint64_t ncount)
+{
+	struct hs_enc *e = &o->enc;
+	uint8_t *tag = p;
+	switch (r->kind) {
+	case HS_REC_ALLOC:
+		return enc_alloc(e, p, r->fn, r->ptr, r->size, r->stack);
+	case HS_REC_FREE:
+		return enc_free(e, p, r->fn, r->ptr);
+	case HS_REC_REALLOC:
+		return enc_realloc(e, p, r->fn, r->old_ptr, r->ptr, r->size,
+				   r->stack);
+	case HS_REC_FAIL:
+		return enc_fail(p, r->fn, r->size, r->stack);
+	case HS_REC_MUNMAP:
+		p = enc_munmap(e, p, r->ptr, r->size);
+		*tag = (uint8_t)r->tag;
+		return p;
+	case HS_REC_STACK:
+		return enc_stack(p, r->id, r->parent, r->ip);
+	case HS_REC_MODULE:
+		*p++ = HS_REC_MODULE;
+		p = varint_put(p, r->base);
+		p = enc_str(p, r->str, r->str_len);
+		p = enc_str(p, r->build_id, r->build_id_len);
+		p = varint_put(p, nseg);
+		for (uint64_t i = 0; i < nseg; i++) {
+			const struct hs_segment *s =
+				&r->segs[i < r->nseg ? i : r->nseg - 1];
+			p = varint_put(p, s->vaddr);
+			p = varint_put(p, s->memsz);
+			p = varint_put(p, s->offset);
+			p = varint_put(p, s->flags);
+		}
+		return p;
+	case HS_REC_MODULE_GONE:
+		return enc_u64(p, HS_REC_MODULE_GONE, r->base);
+	case HS_REC_THREAD:
+		return enc_u64(p, HS_REC_THREAD, r->tid);
+	case HS_REC_THREAD_NAME:
+		p = enc_u64(p, HS_REC_THREAD_NAME, r->tid);
+		return enc_str(p, r->str, r->str_len);
+	case HS_REC_SWITCH:
+		o->tid = r->tid;
+		return enc_u64(p, HS_REC_SWITCH, r->tid);
+	case HS_REC_MARK:
+		*p++ = HS_REC_MARK;
+		p = enc_time(e, p, r->time_ns);
+		p = varint_put(p, r->mark_kind);
+		return enc_str(p, r->str, r->str_len);
+	case HS_REC_SAMPLE:
+		*p++ = HS_REC_SAMPLE;
+		p = enc_time(e, p, r->time_ns);
+		p = varint_put(p, r->rss);
+		p = varint_put(p, (r->has_mallinfo ? HS_SAMPLE_MALLINFO : 0u) |
+				  (r->brk ? HS_SAMPLE_BRK : 0u));
+		if (r->has_mallinfo) {
+			const uint64_t mi[HS_MALLINFO_FIELDS] = {
+				r->mi_arena, r->mi_ordblks, r->mi_hblks,
+				r->mi_hblkhd, r->mi_uordblks, r->mi_fordblks,
+				r->mi_keepcost
+			};
+			for (int i = 0; i < HS_MALLINFO_FIELDS; i++)
+				p = varint_put(p, mi[i]);
+		}
+		return r->brk ? varint_put(p, r->brk) : p;
+	case HS_REC_TIME:
+		return enc_timerec(e, p, r->time_ns);
+	case HS_REC_END:
+		p = enc_u64(p, HS_REC_END, r->end_reason);
+		p = varint_put(p, ncount);
+		for (uint64_t i = 0; i < ncount; i++)
+			p = varint_put(p, i < HS_COUNT_MAX ? r->counts[i] : 0);
+		return p;
+	case HS_REC_EXIT:
+		return enc_u64(p, HS_REC_EXIT, r->wait_status);
+	case HS_REC_EXEC:
+		*p++ = HS_REC_EXEC;
+		return enc_str(p, r->str, r->str_len);
+	default:
+		return NULL;
+	}
+}
+
+/* The field's new value under rule. */
+static uint64_t changed(uint64_t v, const struct mutate_rule *rule)
+{
+	return rule->add ? v + rule->value : rule->value;
+}
+
+/* Applies rule to r; nseg, ncount and repeat are the copy's. */
+static void apply(struct hs_record *r, const struct mutate_rule *rule,
+		  uint64_t *nseg, uint64_t *ncount, uint64_t *repeat)
+{
+	uint64_t *field = NULL, v;
+	switch (rule->field) {
+	case MF_PTR:
+		field = r->kind == HS_REC_MODULE ||
+				r->kind == HS_REC_MODULE_GONE
+			? &r->base
+			: &r->ptr;
+		break;
+	case MF_OLD: field = &r->old_ptr; break;
+	case MF_SIZE: field = &r->size; break;
+	case MF_STACK: field = &r->stack; break;
+	case MF_ID: field = &r->id; break;
+	case MF_PARENT: field = &r->parent; break;
+	case MF_IP: field = &r->ip; break;
+	case MF_TID: field = &r->tid; break;
+	case MF_TIME: field = &r->time_ns; break;
+	case MF_RSS: field = &r->rss; break;
+	case MF_BRK: field = &r->brk; break;
+	case MF_STATUS: field = &r->wait_status; break;
+	case MF_KIND:
+		r->mark_kind = (unsigned)changed(r->mark_kind, rule);
+		break;
+	case MF_REASON:
+		r->end_reason = (unsigned)changed(r->end_reason, rule);
+		break;
+	case MF_MALLINFO:
+		r->has_mallinfo = 1;
+		v = changed(r->mi_arena, rule);
+		r->mi_arena = r->mi_ordblks = r->mi_hblks = r->mi_hblkhd = v;
+		r->mi_uordblks = r->mi_fordblks = r->mi_keepcost = v;
+		break;
+	case MF_FN:
+		if (r->kind >= HS_REC_ALLOC) {
+			r->fn = (unsigned)(changed(r->fn, rule) & 0x0f);
+			r->tag = r->kind | r->fn;
+		}
+		break;
+	case MF_VADDR:
+	case MF_MEMSZ:
+		for (unsigned i = 0; i < r->nseg; i++) {
+			uint64_t *f = rule->field == MF_VADDR
+					      ? &r->segs[i].vaddr
+					      : &r->segs[i].memsz;
+			*f = changed(*f, rule);
+		}
+		break;
+	case MF_COUNT:
+		for (int i = 0; i < HS_COUNT_MAX; i++)
+			r->counts[i] = changed(r->counts[i], rule);
+		break;
+	case MF_NSEG:
+		v = changed(*nseg, rule);
+		if (r->kind == HS_REC_MODULE && r->nseg)
+			*nseg = v < NSEG_MAX ? v : NSEG_MAX;
+		break;
+	case MF_NCOUNT:
+		v = changed(*ncount, rule);
+		*ncount = v < NCOUNT_MAX ? v : NCOUNT_MAX;
+		break;
+	case MF_REPEAT:
+		v = changed(*repeat, rule);
+		*repeat = v < REPEAT_MAX ? v : REPEAT_MAX;
+		break;
+	default:
+		break;
+	}
+	if (field)
+		*field = changed(*field, rule);
+}
+
+static int by_index(const void *a, const void *b)
+{
+	const struct mutate_rule *x = a, *y = b;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* A reader on a copy of in[0, n): the reader reads files. */
+static struct hs_reader *open_memory(const uint8_t *in, size_t n, int *fd)
+{
+	char path[64];
+	*fd = memfd_create("hs-mutate", MFD_CLOEXEC);
+	if (*fd < 0) {
+		hs_error("memfd_create: %s", strerror(errno));
+		return NULL;
+	}
+	for (size_t done = 0; done < n;) {
+		ssize_t w = write(*fd, in + done, n - done);
+		if (w <= 0) {
+			hs_error("write: %s", strerror(errno));
+			return NULL;
+		}
+		done += (size_t)w;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", *fd);
+	return reader_open(path);
+}
+
+int mutate_apply(const uint8_t *in, size_t n, const struct mutate_rule *rules,
+		 size_t nrules, uint8_t **out, size_t *outn)
+{
+	struct out o = { 0 };
+	struct mutate_rule *sorted = NULL;
+	struct hs_record rec = { 0 };
+	int fd = -1, rc = -1;
+	uint64_t index = 0, chunk = 0;
+	size_t next = 0;
+	struct hs_reader *rd = open_memory(in, n, &fd);
+	if (!rd)
+		goto out;
+	o.cctx = ZSTD_createCCtx();
+	sorted = malloc((nrules ? nrules : 1) * sizeof(*sorted));
+	if (!o.cctx || !sorted) {
+		hs_error("out of memory");
+		goto out;
+	}
+	ZSTD_CCtx_setParameter(o.cctx, ZSTD_c_checksumFlag, 1);
+	memcpy(sorted, rules, nrules * sizeof(*sorted));
+	qsort(sorted, nrules, sizeof(*sorted), by_index);
+	if (put_header(&o, reader_header(rd), sorted, nrules))
+		goto out;
+	for (; reader_next(rd, &rec) > 0; index++) {
+		if (reader_chunks(rd) != chunk) { /* as the trace was cut */
+			chunk = reader_chunks(rd);
+			if (flush(&o))
+				goto out;
+			o.tid = 0;
+		}
+		uint64_t nseg = rec.kind == HS_REC_MODULE ? rec.nseg : 0;
+		uint64_t ncount = HS_COUNT_MAX, repeat = 1;
+		while (next < nrules && sorted[next].index < index)
+			next++;
+		for (; next < nrules && sorted[next].index == index; next++)
+			apply(&rec, &sorted[next], &nseg, &ncount, &repeat);
+		size_t bound = record_bound(&rec, nseg, ncount);
+		if (repeat > 1 && repeat * bound > REPEAT_BYTES)
+			repeat = REPEAT_BYTES / bound + 1;
+		for (uint64_t k = 0; k < repeat; k++) {
+			if (o.nrows + bound + 2 * HS_VARINT_MAX > ROWS_MAX) {
+				uint64_t tid = o.tid;
+				if (flush(&o))
+					goto out;
+				if (reserve_rows(&o, bound + 2 * HS_VARINT_MAX))
+					goto out;
+				if (tid) /* a new chunk starts with thread 0 */
+					o.nrows = (size_t)(enc_u64(o.rows,
+								  HS_REC_SWITCH,
+								  tid) -
+							   o.rows);
+			}
+			if (reserve_rows(&o, bound))
+				goto out;
+			uint8_t *p = encode(&o, o.rows + o.nrows, &rec, nseg,
+					    ncount);
+			if (!p) {
+				hs_error("record 0x%02x: not known here",
+					 rec.tag);
+				goto out;
+			}
+			o.nrows = (size_t)(p - o.rows);
+		}
+	}
+	if (flush(&o))
+		goto out;
+	*out = o.buf;
+	*outn = o.len;
+	o.buf = NULL;
+	rc = 0;
+out:
+	reader_destroy(rd);
+	if (fd >= 0)
+		close(fd);
+	ZSTD_freeCCtx(o.cctx);
+	free(o.buf);
+	free(o.rows);
+	free(sorted);
+	return rc;
+}
+
+/* splitmix64 */
+static uint64_t next_random(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* An absurd value, or a plausible one gone wrong, into r. */
+static void absurd(uint64_t *g, struct mutate_rule *r)
+{
+	uint64_t x = next_random(g), small = x >> 52; /* 0..4095 */
+	static const uint64_t set[] = {
+		0, 1, 1ull << 31, 1ull << 32, 1ull << 63, UINT64_MAX,
+		3400000000000000ull, /* the realloc of issue 9 */
+	};
+	r->add = 0;
+	switch (x % 16) {
+	case 0: case 1: case 2:
+		r->value = set[small % (sizeof(set) / sizeof(set[0]))];
+		return;
+	case 3: /* at the end of x86_64's user space, and 5-level paging's */
+		r->value = (1ull << (small & 1 ? 47 : 57)) - (small >> 1);
+		return;
+	case 4:
+		r->value = (1ull << (small & 1 ? 47 : 57)) + (small >> 1);
+		return;
+	case 5: /* pointers near 2^64 */
+		r->value = UINT64_MAX - small;
+		return;
+	case 6: /* a byte of size off the end of the address space */
+		r->value = (1ull << 57) - 0x7f0000000000ull + small;
+		return;
+	case 7:
+		r->value = 1ull << (small % 64);
+		return;
+	case 8:
+		r->value = next_random(g);
+		return;
+	}
+	r->add = 1;
+	switch (x % 16) {
+	case 9: r->value = -(1ull << 62); break; /* huge negative deltas */
+	case 10: r->value = 1ull << 63; break;
+	case 11: r->value = (1u << 16) + small % 4; break; /* unknown ids */
+	case 12: r->value = 1ull << (small % 64); break;
+	case 13: r->value = -(1ull << (small % 64)); break;
+	case 14: r->value = 1ull << (40 + small % 20); break;
+	default: r->value = small - 2048; break;
+	}
+}
+
+/* The fields worth mutating in a record of this kind. */
+static size_t fields_of(unsigned kind, enum mutate_field *f)
+{
+	size_t n = 0;
+	switch (kind) {
+	case HS_REC_ALLOC:
+	case HS_REC_REALLOC:
+		f[n++] = MF_SIZE;
+		f[n++] = MF_SIZE;
+		f[n++] = MF_PTR;
+		f[n++] = MF_PTR;
+		f[n++] = MF_STACK;
+		f[n++] = MF_FN;
+		if (kind == HS_REC_REALLOC)
+			f[n++] = MF_OLD;
+		break;
+	case HS_REC_FREE:
+		f[n++] = MF_PTR;
+		f[n++] = MF_FN;
+		break;
+	case HS_REC_FAIL:
+		f[n++] = MF_SIZE;
+		f[n++] = MF_STACK;
+		break;
+	case HS_REC_MUNMAP:
+		f[n++] = MF_PTR;
+		f[n++] = MF_SIZE;
+		break;
+	case HS_REC_STACK:
+		f[n++] = MF_ID;
+		f[n++] = MF_PARENT;
+		f[n++] = MF_IP;
+		break;
+	case HS_REC_MODULE:
+		f[n++] = MF_PTR;
+		f[n++] = MF_VADDR;
+		f[n++] = MF_MEMSZ;
+		f[n++] = MF_NSEG;
+		break;
+	case HS_REC_MODULE_GONE:
+		f[n++] = MF_PTR;
+		break;
+	case HS_REC_THREAD:
+	case HS_REC_THREAD_NAME:
+	case HS_REC_SWITCH:
+		f[n++] = MF_TID;
+		break;
+	case HS_REC_MARK:
+		f[n++] = MF_TIME;
+		f[n++] = MF_KIND;
+		break;
+	case HS_REC_SAMPLE:
+		f[n++] = MF_TIME;
+		f[n++] = MF_RSS;
+		f[n++] = MF_BRK;
+		f[n++] = MF_MALLINFO;
+		break;
+	case HS_REC_TIME:
+		f[n++] = MF_TIME;
+		break;
+	case HS_REC_END:
+		f[n++] = MF_REASON;
+		f[n++] = MF_COUNT;
+		f[n++] = MF_NCOUNT;
+		break;
+	case HS_REC_EXIT:
+		f[n++] = MF_STATUS;
+		break;
+	}
+	f[n++] = MF_REPEAT;
+	return n;
+}
+
+/* The kind of every record of the trace, in order. */
+static int kinds_of(const uint8_t *in, size_t n, uint8_t **kinds,
+		    size_t *count)
+{
+	struct hs_record rec;
+	size_t cap = 0;
+	int fd;
+	struct hs_reader *rd = open_memory(in, n, &fd);
+	*kinds = NULL;
+	*count = 0;
+	while (rd && reader_next(rd, &rec) > 0) {
+		if (*count == cap) {
+			cap = cap ? cap * 2 : 1024;
+			uint8_t *k = realloc(*kinds, cap);
+			if (!k)
+				break;
+			*kinds = k;
+		}
+		(*kinds)[(*count)++] = (uint8_t)rec.kind;
+	}
+	int ok = rd != NULL;
+	reader_destroy(rd);
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/* A record of the kind of a random one is most often an event: a random
+ * record of a random kind present. */
+static uint64_t of_kind(const uint8_t *kinds, size_t count, uint8_t some,
+			uint64_t *g)
+{
+	uint8_t seen[256] = { 0 }, present[256];
+	size_t np = 0, nk = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (!seen[kinds[i]])
+			present[np++] = kinds[i];
+		seen[kinds[i]] = 1;
+	}
+	uint8_t want = np ? present[next_random(g) % np] : some;
+	for (size_t i = 0; i < count; i++)
+		nk += kinds[i] == want;
+	uint64_t k = next_random(g) % (nk ? nk : 1);
+	for (size_t i = 0; i < count; i++)
+		if (kinds[i] == want && !k--)
+			return i;
+	return 0;
+}
+
+int mutate_random(const uint8_t *in, size_t n, uint64_t seed, uint8_t **out,
+		  size_t *outn)
+{
+	static const unsigned how_many[] = { 1, 1, 1, 2, 2, 3, 5, 8, 16, 64 };
+	static const uint64_t page_sizes[] = { 0, 1, 2, 16, 3000, 1u << 21,
+					       1ull << 40, UINT64_MAX };
+	uint64_t g = seed;
+	uint8_t *kinds;
+	size_t count;
+	if (kinds_of(in, n, &kinds, &count))
+		return -1;
+	unsigned m = how_many[next_random(&g) % 10];
+	struct mutate_rule rules[66];
+	size_t nrules = 0;
+	for (unsigned i = 0; i < m && count; i++) {
+		enum mutate_field f[8];
+		uint64_t idx = next_random(&g) % count;
+		if (next_random(&g) & 1) /* a kind of record, then one of it */
+			idx = of_kind(kinds, count, kinds[idx], &g);
+		size_t nf = fields_of(kinds[idx], f);
+		struct mutate_rule *r = &rules[nrules++];
+		r->index = idx;
+		r->field = f[next_random(&g) % nf];
+		absurd(&g, r);
+		if (r->field == MF_REPEAT) { /* a few copies, or thousands */
+			r->add = 0;
+			r->value = 2 + next_random(&g) %
+					       (next_random(&g) & 1 ? 8 : 4096);
+		}
+	}
+	if (next_random(&g) % 8 == 0) { /* the header's fields */
+		struct mutate_rule *r = &rules[nrules++];
+		r->index = MUTATE_HEADER;
+		r->field = MF_PAGE_SIZE + next_random(&g) % 3;
+		absurd(&g, r);
+		if (r->field == MF_PAGE_SIZE) {
+			r->add = 0;
+			r->value = page_sizes[next_random(&g) % 8];
+		}
+	}
+	free(kinds);
+	return mutate_apply(in, n, rules, nrules, out, outn);
+}
+
+static const char *const field_names[MF_COUNT_] = {
+	[MF_PTR] = "ptr",       [MF_OLD] = "old",
+	[MF_SIZE] = "size",     [MF_STACK] = "stack",
+	[MF_ID] = "id",         [MF_PARENT] = "parent",
+	[MF_IP] = "ip",         [MF_TID] = "tid",
+	[MF_TIME] = "time",     [MF_KIND] = "kind",
+	[MF_RSS] = "rss",       [MF_BRK] = "brk",
+	[MF_MALLINFO] = "mallinfo", [MF_FN] = "fn",
+	[MF_VADDR] = "vaddr",   [MF_MEMSZ] = "memsz",
+	[MF_NSEG] = "nseg",     [MF_REASON] = "reason",
+	[MF_COUNT] = "count",   [MF_NCOUNT] = "ncount",
+	[MF_STATUS] = "status", [MF_REPEAT] = "repeat",
+	[MF_PAGE_SIZE] = "page_size", [MF_HEAP_START] = "heap_start",
+	[MF_OPTIONS] = "options",
+};
+
+int mutate_parse_rule(const char *s, struct mutate_rule *r)
+{
+	char *end;
+	if (!strncmp(s, "header:", 7)) {
+		r->index = MUTATE_HEADER;
+		end = (char *)s + 6;
+	} else {
+		errno = 0;
+		r->index = strtoull(s, &end, 0);
+		if (errno || end == s || *end != ':')
+			return -1;
+	}
+	const char *name = end + 1, *eq = strchr(name, '=');
+	if (!eq || eq == name)
+		return -1;
+	r->add = eq[-1] == '+';
+	size_t len = (size_t)(eq - name) - (size_t)r->add;
+	for (int f = 0; f < MF_COUNT_; f++) {
+		if (strlen(field_names[f]) != len ||
+		    strncmp(field_names[f], name, len) != 0)
+			continue;
+		r->field = (enum mutate_field)f;
+		const char *v = eq + 1;
+		int minus = *v == '-';
+		errno = 0;
+		r->value = strtoull(v + minus, &end, 0);
+		if (minus)
+			r->value = -r->value;
+		return errno || end == v + minus || *end ? -1 : 0;
+	}
+	return -1;
+}
