@@ -9,18 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static void blocks(long n, size_t size)
 {
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(size);
-		sink(p);
-		free(p);
-		if (i % 1000 == 999) {
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
-		}
+	for (long i = 0; i < n; i += 1000) {
+		pairs(n - i < 1000 ? n - i : 1000, size);
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
 	}
 }
 

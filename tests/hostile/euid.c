@@ -5,16 +5,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10;
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(777);
-		sink(p);
-		free(p);
-	}
+	pairs(n, 777);
 	printf("euid %d, %ld blocks of 777 bytes\n", (int)geteuid(), n);
 	return 0;
 }

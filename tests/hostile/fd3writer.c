@@ -7,16 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10;
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(777);
-		sink(p);
-		free(p);
-	}
+	pairs(n, 777);
 	static const char line[] = "written to descriptor 3\n";
 	if (write(3, line, sizeof(line) - 1) != (ssize_t)sizeof(line) - 1) {
 		fprintf(stderr, "fd3writer: write to descriptor 3: %s\n",

@@ -1,6 +1,6 @@
-/* T threads fork at the same moment (a barrier), while the others
- * allocate; each child makes K malloc/free pairs of 777 bytes and exits.
- * The parent's threads make 100 pairs of 555 each.
+/* T threads fork at the same moment (a barrier), then make 100 pairs of
+ * 555 bytes each while the others may still be forking; each child makes
+ * K malloc/free pairs of 777 bytes and exits.
  *   fork4 T K */
 #include <pthread.h>
 #include <stdio.h>
@@ -8,19 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static pthread_barrier_t barrier;
 static long k;
-
-static void pairs(long n, size_t size)
-{
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(size);
-		sink(p);
-		free(p);
-	}
-}
 
 static void *forker(void *arg)
 {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static long n;
 
@@ -20,11 +20,7 @@ static void *work(void *arg)
 	    pthread_attr_getstack(&attr, &stack, &size))
 		return (void *)1;
 	pthread_attr_destroy(&attr);
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(777);
-		sink(p);
-		free(p);
-	}
+	pairs(n, 777);
 	printf("%s: stack of %s size, %ld blocks\n", (const char *)arg,
 	       size > 0 ? "non-zero" : "zero", n);
 	fflush(stdout);

@@ -231,14 +231,15 @@ def differ(what, got, want):
 
 def verified_or_explained(case, s, what):
     """True if the trace's counts are verified; else they must say no and
-    record must have said why (a heapslope line other than the traces'
-    paths on stderr, or dump's own word)."""
+    the recorder must have said why: in the trace (dump --stats'
+    unrecorded or stopped, or dump's note), or on record's stderr."""
     v = s.get("counts_verified")
     if v == "yes":
         return True
     check_eq(v, "no", f"{what}: counts_verified")
     said = [ln for ln in case.heapslope_lines() if not ln.startswith(WRITTEN)]
-    check(said or s.get("_stderr", "").strip(),
+    check(said or s.get("unrecorded", 0) or s.get("stopped") or
+          s.get("_stderr", "").strip(),
           f"{what}: counts_verified: no, and the recorder did not say why")
     return False
 

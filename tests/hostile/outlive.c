@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static void sleep_ms(long ms)
 {
@@ -24,11 +24,7 @@ static void sleep_ms(long ms)
 
 static int child_work(int i, long k)
 {
-	for (long j = 0; j < k; j++) {
-		void *p = malloc(777);
-		sink(p);
-		free(p);
-	}
+	pairs(k, 777);
 	char name[32];
 	snprintf(name, sizeof(name), "child.%d", i);
 	FILE *f = fopen(name, "w");

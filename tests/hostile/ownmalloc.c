@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static _Alignas(16) char arena[64 << 20];
 static size_t used;
@@ -51,11 +51,7 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100;
 	long before = calls;
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(777);
-		sink(p);
-		free(p);
-	}
+	pairs(n, 777);
 	printf("own allocator: %ld blocks of 777 bytes, %ld calls\n", n,
 	       calls - before);
 	return 0;

@@ -10,13 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static int put(int fd, const char *s)
 {
-	void *p = malloc(777);
-	sink(p);
-	free(p);
+	pairs(1, 777);
 	return write(fd, s, strlen(s)) == (ssize_t)strlen(s) ? 0 : 1;
 }
 

@@ -14,18 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static long n;
 
 static int churn(void *arg)
 {
 	(void)arg;
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(777);
-		sink(p);
-		free(p);
-	}
+	pairs(n, 777);
 	return 0;
 }
 

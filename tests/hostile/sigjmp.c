@@ -18,7 +18,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 static sigjmp_buf env;
 static volatile sig_atomic_t armed;
@@ -101,11 +101,7 @@ int main(int argc, char **argv)
 	struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	setitimer(ITIMER_REAL, &off, NULL);
 	signal(SIGALRM, SIG_IGN);
-	for (long i = 0; i < m; i++) {
-		void *p = malloc(999);
-		sink(p);
-		free(p);
-	}
+	pairs(m, 999);
 	printf("main loop: %ld blocks of 777 bytes, then %ld of 999\n", n, m);
 	FILE *f = fopen(argv[4], "w");
 	if (!f)

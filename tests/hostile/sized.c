@@ -4,17 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sink.h"
+#include "pairs.h"
 
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10;
 	size_t size = argc > 2 ? strtoul(argv[2], NULL, 10) : 777;
-	for (long i = 0; i < n; i++) {
-		void *p = malloc(size);
-		sink(p);
-		free(p);
-	}
+	pairs(n, size);
 	printf("sized: %ld blocks of %zu bytes\n", n, size);
 	return 0;
 }

@@ -5,9 +5,10 @@ that puts its own pipe where the recorder's report channel was gets only
 its own data through it.
 
 The one allowance: a recorder inside the process must hold its trace
-open (and /proc/self/statm, for RSS samples), so those two, close-on-exec
-and on high numbers out of the program's way (>= 100), are taken out of
-the recorded list.  Nothing else may appear."""
+open (and /proc/self/statm for RSS samples, and libunwind a pipe to probe
+memory), so those, close-on-exec and numbered 700 and up, out of the
+program's way (heapslope-record(1)), are taken out of the recorded list.
+Nothing else may appear."""
 import os
 import re
 
@@ -26,8 +27,9 @@ def own_descriptors(out, what):
             fail(f"{what}: lsfds printed {line!r}")
         fd, target, cloexec = int(m.group(2)), m.group(3), m.group(4)
         recorders = (is_trace_name(os.path.basename(target)) or
-                     re.fullmatch(r"/proc/\d+/statm", target))
-        if recorders and cloexec and fd >= 100:
+                     re.fullmatch(r"/proc/\d+/statm", target) or
+                     target == "pipe")
+        if recorders and cloexec and fd >= 700:
             continue
         kept.append(line)
     return kept
