@@ -483,77 +483,46 @@ static void absurd(uint64_t *g, struct mutate_rule *r)
 	}
 }
 
-/* The fields worth mutating in a record of this kind. */
-static size_t fields_of(unsigned kind, enum mutate_field *f)
+/* The fields worth mutating in a record of each kind (sizes and pointers
+ * of events twice: what the heap map and the replay live on), each list
+ * ended by MF_REPEAT, which every record has. */
+static const struct {
+	unsigned kind;
+	enum mutate_field f[8];
+} fields[] = {
+	{ HS_REC_ALLOC,
+	  { MF_SIZE, MF_SIZE, MF_PTR, MF_PTR, MF_STACK, MF_FN, MF_REPEAT } },
+	{ HS_REC_REALLOC,
+	  { MF_SIZE, MF_SIZE, MF_PTR, MF_PTR, MF_STACK, MF_FN, MF_OLD,
+	    MF_REPEAT } },
+	{ HS_REC_FREE, { MF_PTR, MF_FN, MF_REPEAT } },
+	{ HS_REC_FAIL, { MF_SIZE, MF_STACK, MF_REPEAT } },
+	{ HS_REC_MUNMAP, { MF_PTR, MF_SIZE, MF_REPEAT } },
+	{ HS_REC_STACK, { MF_ID, MF_PARENT, MF_IP, MF_REPEAT } },
+	{ HS_REC_MODULE, { MF_PTR, MF_VADDR, MF_MEMSZ, MF_NSEG, MF_REPEAT } },
+	{ HS_REC_MODULE_GONE, { MF_PTR, MF_REPEAT } },
+	{ HS_REC_THREAD, { MF_TID, MF_REPEAT } },
+	{ HS_REC_THREAD_NAME, { MF_TID, MF_REPEAT } },
+	{ HS_REC_SWITCH, { MF_TID, MF_REPEAT } },
+	{ HS_REC_MARK, { MF_TIME, MF_KIND, MF_REPEAT } },
+	{ HS_REC_SAMPLE, { MF_TIME, MF_RSS, MF_BRK, MF_MALLINFO, MF_REPEAT } },
+	{ HS_REC_TIME, { MF_TIME, MF_REPEAT } },
+	{ HS_REC_END, { MF_REASON, MF_COUNT, MF_NCOUNT, MF_REPEAT } },
+	{ HS_REC_EXIT, { MF_STATUS, MF_REPEAT } },
+};
+
+/* A field of a record of this kind, at random. */
+static enum mutate_field field_of(unsigned kind, uint64_t *g)
 {
-	size_t n = 0;
-	switch (kind) {
-	case HS_REC_ALLOC:
-	case HS_REC_REALLOC:
-		f[n++] = MF_SIZE;
-		f[n++] = MF_SIZE;
-		f[n++] = MF_PTR;
-		f[n++] = MF_PTR;
-		f[n++] = MF_STACK;
-		f[n++] = MF_FN;
-		if (kind == HS_REC_REALLOC)
-			f[n++] = MF_OLD;
-		break;
-	case HS_REC_FREE:
-		f[n++] = MF_PTR;
-		f[n++] = MF_FN;
-		break;
-	case HS_REC_FAIL:
-		f[n++] = MF_SIZE;
-		f[n++] = MF_STACK;
-		break;
-	case HS_REC_MUNMAP:
-		f[n++] = MF_PTR;
-		f[n++] = MF_SIZE;
-		break;
-	case HS_REC_STACK:
-		f[n++] = MF_ID;
-		f[n++] = MF_PARENT;
-		f[n++] = MF_IP;
-		break;
-	case HS_REC_MODULE:
-		f[n++] = MF_PTR;
-		f[n++] = MF_VADDR;
-		f[n++] = MF_MEMSZ;
-		f[n++] = MF_NSEG;
-		break;
-	case HS_REC_MODULE_GONE:
-		f[n++] = MF_PTR;
-		break;
-	case HS_REC_THREAD:
-	case HS_REC_THREAD_NAME:
-	case HS_REC_SWITCH:
-		f[n++] = MF_TID;
-		break;
-	case HS_REC_MARK:
-		f[n++] = MF_TIME;
-		f[n++] = MF_KIND;
-		break;
-	case HS_REC_SAMPLE:
-		f[n++] = MF_TIME;
-		f[n++] = MF_RSS;
-		f[n++] = MF_BRK;
-		f[n++] = MF_MALLINFO;
-		break;
-	case HS_REC_TIME:
-		f[n++] = MF_TIME;
-		break;
-	case HS_REC_END:
-		f[n++] = MF_REASON;
-		f[n++] = MF_COUNT;
-		f[n++] = MF_NCOUNT;
-		break;
-	case HS_REC_EXIT:
-		f[n++] = MF_STATUS;
-		break;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i].kind != kind)
+			continue;
+		size_t n = 1;
+		while (fields[i].f[n - 1] != MF_REPEAT)
+			n++;
+		return fields[i].f[next_random(g) % n];
 	}
-	f[n++] = MF_REPEAT;
-	return n;
+	return MF_REPEAT;
 }
 
 /* The kind of every record of the trace, in order. */
@@ -620,14 +589,12 @@ int mutate_random(const uint8_t *in, size_t n, uint64_t seed, uint8_t **out,
 	struct mutate_rule rules[66];
 	size_t nrules = 0;
 	for (unsigned i = 0; i < m && count; i++) {
-		enum mutate_field f[8];
 		uint64_t idx = next_random(&g) % count;
 		if (next_random(&g) & 1) /* a kind of record, then one of it */
 			idx = of_kind(kinds, count, kinds[idx], &g);
-		size_t nf = fields_of(kinds[idx], f);
 		struct mutate_rule *r = &rules[nrules++];
 		r->index = idx;
-		r->field = f[next_random(&g) % nf];
+		r->field = field_of(kinds[idx], &g);
 		absurd(&g, r);
 		if (r->field == MF_REPEAT) { /* a few copies, or thousands */
 			r->add = 0;
