@@ -160,7 +160,8 @@ static inline int outside(uint64_t addr, uint64_t size)
 	return addr >= REPLAY_ADDR_END || size > REPLAY_ADDR_END - addr;
 }
 
-static int corrupt_block(const struct hs_event *e)
+static __attribute__((cold, noinline)) int
+corrupt_block(const struct hs_event *e)
 {
 	return hs_error("corrupt trace: a %s of %llu bytes at 0x%llx reaches "
 			"past the user address space",
@@ -168,7 +169,9 @@ static int corrupt_block(const struct hs_event *e)
 			(unsigned long long)e->ptr);
 }
 
-static inline int event(struct replay *r, const struct hs_event *e)
+/* Inlined into replay_events' loop, the analyzer's hottest. */
+static inline __attribute__((always_inline)) int
+event(struct replay *r, const struct hs_event *e)
 {
 	struct replay_totals *t = &r->t;
 	switch (e->kind) {
