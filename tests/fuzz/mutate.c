@@ -373,7 +373,7 @@ int mutate_apply(const uint8_t *in, size_t n, const struct mutate_rule *rules,
 	if (put_header(&o, reader_header(rd), sorted, nrules))
 		goto out;
 	for (; reader_next(rd, &rec) > 0; index++) {
-		if (reader_chunks(rd) != chunk) { /* as the trace was cut */
+		if (reader_chunks(rd) != chunk) { /* cut where the trace was */
 			chunk = reader_chunks(rd);
 			if (flush(&o))
 				goto out;
