@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "format/append.h"
 #include "format/error.h"
+#include "format/reader.h"
 
 #ifndef HS_LIBDIR
 #define HS_LIBDIR "/usr/local/lib/heapslope"
@@ -504,6 +505,18 @@ struct paths {
 	size_t n;
 };
 
+static void paths_remove(struct paths *p, const char *s)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		if (strcmp(p->v[i], s))
+			p->v[k++] = p->v[i];
+		else
+			free(p->v[i]);
+	}
+	p->n = k;
+}
+
 static void paths_add(struct paths *p, const char *s, size_t len)
 {
 	for (size_t i = 0; i < p->n; i++)
@@ -579,15 +592,6 @@ static void reports_drain(int fd, struct paths *out)
 	}
 }
 
-static void print_path(const char *path)
-{
-	char cwd[PATH_MAX];
-	size_t l;
-	if (getcwd(cwd, sizeof(cwd)) && (l = strlen(cwd)) &&
-	    !strncmp(path, cwd, l) && path[l] == '/')
-		path += l + 1;
-	fprintf(stderr, "heapslope: trace written to %s\n", path);
-}
 
 /* What the child tells the parent, on a close-on-exec pipe: where its
  * trace is, or why it could not run the command. */
@@ -686,21 +690,64 @@ static int read_msg(int fd, struct child_msg *m)
 	return 1;
 }
 
-/* After the run: a trace the recorder never wrote to (it did not load)
- * is removed, and said so.  (One whose program's malloc was not the
- * recorder's, the recorder said so itself, as the program started.) */
-static int check_trace(const char *path, const char *prog,
-		       const char *why)
+/* Whether the trace at path has a heap event (read up to the first). */
+static int has_events(struct hs_reader *r)
+{
+	struct hs_record rec;
+	int rc;
+	while ((rc = reader_next(r, &rec)) > 0)
+		if (rec.kind >= HS_REC_ALLOC)
+			return 1;
+	return rc < 0; /* unreadable: not ours to remove */
+}
+
+/* After the run, the first process's trace: one the recorder never wrote
+ * to (it did not load), or that holds no event because the program's
+ * malloc was its own, is removed, with one line that says why, unless
+ * that was said before the run. */
+static int check_trace(const char *path, const char *prog, int warned)
 {
 	struct stat st;
 	if (stat(path, &st) == 0 && st.st_size == 0) {
 		unlink(path);
-		fprintf(stderr, "heapslope record: nothing was recorded in %s: "
-				"%s\n", prog,
-			why ? why : "the recorder did not load in it");
+		if (!warned)
+			fprintf(stderr, "heapslope record: nothing was recorded "
+					"in %s: the recorder did not load in "
+					"it\n", prog);
 		return -1;
 	}
-	return 0;
+	struct hs_reader *r = reader_open(path);
+	const struct hs_header *h = r ? reader_header(r) : NULL;
+	int empty = h && h->malloc_owner && !has_events(r);
+	if (empty) {
+		unlink(path);
+		fprintf(stderr, "heapslope record: nothing was recorded in %s: "
+				"its malloc is its own (%s), which the "
+				"recorder does not see\n", prog, h->malloc_owner);
+	}
+	reader_destroy(r);
+	return empty ? -1 : 0;
+}
+
+/* "trace written", and when the program's malloc was its own (the
+ * header says so), that nothing went through it. */
+static void print_path(const char *path)
+{
+	char cwd[PATH_MAX];
+	const char *shown = path;
+	size_t l;
+	if (getcwd(cwd, sizeof(cwd)) && (l = strlen(cwd)) &&
+	    !strncmp(path, cwd, l) && path[l] == '/')
+		shown = path + l + 1;
+	struct hs_reader *r = reader_open(path);
+	const struct hs_header *h = r ? reader_header(r) : NULL;
+	if (h && h->malloc_owner)
+		fprintf(stderr, "heapslope: trace written to %s (no allocation "
+				"recorded: the program's malloc is %s's own)\n",
+			shown, h->malloc_owner);
+	else
+		fprintf(stderr, "heapslope: trace written to %s\n", shown);
+	reader_destroy(r);
 }
 
 int cmd_record(int argc, char **argv)
@@ -842,18 +889,18 @@ int cmd_record(int argc, char **argv)
 	reports_drain(rep, &paths);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
-	if (root[0] && check_trace(root, prog, why) == 0) {
+	if (root[0] && check_trace(root, prog, why != NULL) == 0) {
 		if (trace_append_exit(root, status))
 			fprintf(stderr, "heapslope record: note: %s\n",
 				hs_last_error());
 		paths_add(&paths, root, strlen(root));
+	} else if (root[0]) {
+		paths_remove(&paths, root); /* reported, then removed */
 	}
-	for (size_t i = 0; i < paths.n; i++) {
-		if (strcmp(paths.v[i], root) && check_trace(paths.v[i], prog,
-							    NULL))
-			continue;
+	/* the others' processes may still run (or start writing): theirs
+	 * are never checked, let alone removed */
+	for (size_t i = 0; i < paths.n; i++)
 		print_path(paths.v[i]);
-	}
 	rc = WIFEXITED(status) ? WEXITSTATUS(status)
 	     : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 	goto out;

@@ -683,7 +683,6 @@ static int open_output(void)
 		hs_fail_path("cannot create", errno);
 		return -1;
 	}
-	report_path(R->path);
 	return 0;
 }
 
@@ -708,7 +707,6 @@ static int adopt_output(void)
 	R->fd = fd;
 	snprintf(R->path, sizeof(R->path), "%s",
 		 *env.fd_path ? env.fd_path : "(fd)");
-	report_path(R->path);
 	return 0;
 }
 
@@ -803,7 +801,8 @@ static int write_header(unsigned options)
 		hs_fail_path("write", len ? errno : 0);
 		return -1;
 	}
-	if (owner) {
+	/* `heapslope record` says it next to the trace's name */
+	if (owner && !*env.report) {
 		char msg[4300];
 		int m = snprintf(msg, sizeof(msg),
 				 "heapslope: %s defines its own malloc: "
@@ -858,6 +857,8 @@ static void start_trace(unsigned options, int adopt)
 	if ((adopt ? adopt_output() : open_output()) || keep_output() ||
 	    write_header(options))
 		return;
+	/* once it is a trace: `record` may look at it as soon as it knows */
+	report_path(R->path);
 	statm_open();
 	hs_live->on = 1;
 	uint8_t *p = R->buf[R->active];
