@@ -29,14 +29,14 @@ static const char *const sources[] = {
 static const char *const end_reasons[] = { "exit", "exec", "_exit",
 					   "error" };
 
-/* cJSON numbers are doubles: exact for counts below 2^53.  From 2^53 on,
- * where every double is a whole number, cJSON would write 1.47e+17, which
- * readers take for a fraction: the report's counts and sizes are integers
+/* cJSON numbers are doubles: exact for counts below 2^53.  A whole number
+ * from 1e15 on cJSON writes as 3.4e+15 (15 digits), which readers take for
+ * a fraction: the report's counts and sizes are integers
  * (heapslope-report(5)), so these are written digit by digit. */
 static void num(cJSON *o, const char *k, double v)
 {
 	char digits[320];
-	if (isfinite(v) && fabs(v) >= 0x1p53) {
+	if (isfinite(v) && fabs(v) >= 1e15 && v == floor(v)) {
 		snprintf(digits, sizeof(digits), "%.0f", v);
 		cJSON_AddRawToObject(o, k, digits);
 		return;
