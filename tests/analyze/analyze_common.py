@@ -280,7 +280,8 @@ def _fragmentation(s, f, verdict):
     top = f.get("top_bytes_per_batch")
     if ret is not None and holes is not None:
         want = holes + (top or 0)
-        if abs(ret - want) > 1e-6 * max(1.0, abs(want)):
+        # doubles: the error grows with the largest term, not the sum
+        if abs(ret - want) > 1e-6 * max(1.0, abs(holes), abs(top or 0)):
             s.err(f"{path}.retained_bytes_per_batch", f"{ret} is not holes "
                   f"{holes} + top {top}")
     elif (ret is None) != (holes is None):
@@ -299,7 +300,7 @@ def _fragmentation(s, f, verdict):
         if s.obj(dec, dp, dk):
             v = [s.num(dec, k, dp) for k in dk]
             if None not in v and abs(v[0] - v[1] - v[2] - v[3]) > \
-                    1e-6 * max(1.0, abs(v[0])):
+                    1e-6 * max([1.0] + [abs(x) for x in v]):
                 s.err(dp, f"rss {v[0]} != live {v[1]} + retained {v[2]} "
                       f"+ other {v[3]}")
     if not isinstance(f.get("pinning_matters"), bool):

@@ -18,10 +18,12 @@ import json
 import os
 import re
 import resource
+import shutil
+import tempfile
 
-from analyze_common import (HEAPSLOPE, check, check_eq, fail, main, prog,
-                            record_trace, run, sanitizer_report, tmpdir,
-                            trainsim, validate_report)
+from analyze_common import (HEAPSLOPE, TestFailure, check, check_eq, fail,
+                            main, prog, record_trace, run, sanitizer_report,
+                            tmpdir, trainsim, validate_report)
 
 MUTATE = os.environ.get("HEAPSLOPE_TRACE_MUTATE", "")
 SANITIZED = os.environ.get("HEAPSLOPE_SANITIZE") == "1"
@@ -166,9 +168,16 @@ def test_random_mutations():
                 what = f"{name} mutated with seed {seed} (trace_mutate " \
                        f"--seed {seed})"
                 t = mutate(base, os.path.join(d, "m.hst"), seed=seed)
-                rc, _, _ = analyze(t, what)
-                outcomes[rc] += 1
-                dump_stats(t, what)
+                try:
+                    rc, _, _ = analyze(t, what)
+                    outcomes[rc] += 1
+                    dump_stats(t, what)
+                except TestFailure as e:
+                    # the victims' traces differ from run to run: keep it
+                    kept = os.path.join(tempfile.gettempdir(),
+                                        f"absurd-{name}-{seed}.hst")
+                    shutil.copy(t, kept)
+                    fail(f"{e}\n(the trace: {kept})")
     # both outcomes occur: the values reach the analyzer's checks, and
     # not every mutation is fatal
     check(outcomes[0] > 30 and outcomes[1] > 30,
