@@ -102,7 +102,7 @@ int write_chunk(const uint8_t *src, size_t n)
 		 * number for a file of its own): never write there.  What is
 		 * buffered is written at the end (write_stop) */
 		hs_rec.fail_kind = FAIL_FD;
-		hs_fail_path("the program closed the trace descriptor of", 0);
+		hs_fail_path("the program closed or replaced the descriptor of", 0);
 		return -1;
 	}
 	if (write_all(hs_rec.fd, hs_rec.cout, c)) {

@@ -2,7 +2,9 @@
 """4. The descriptors a recorded program sees are its own: at start, after
 an exec and in a forked child the list is the native one, and a program
 that puts its own pipe where the recorder's report channel was gets only
-its own data through it.
+its own data through it; a program that puts a file of its own on every
+descriptor finds it untouched (nothing of the recorder's, libunwind's
+probe pipe included, reads or writes there).
 
 The one allowance: a recorder inside the process must hold its trace
 open (and /proc/self/statm for RSS samples, and libunwind a pipe to probe
@@ -71,6 +73,26 @@ def test_own_pipe_on_5_6_7():
         c.stats()
 
 
+def dup2_all(opts):
+    with Case(f"dupall {' '.join(opts) or '(fast unwinder)'}") as c:
+        c.both([hprog("dupall"), "40000", "mine"], opts=opts, timeout=HANG)
+        check(c.n.rc == 0 and b"offset 0, 37 bytes" in c.n.out,
+              f"dupall natively: {c.n.rc} {c.n.out!r}")
+        # the trace's descriptor was taken: recording stops, honestly
+        c.stats(allow_unverified=True)
+
+
+def test_dup2_all_fast():
+    dup2_all(())
+
+
+def test_dup2_all_libunwind():
+    # libunwind probes memory through a pipe it writes into: with the
+    # program's file on those numbers it must not run
+    dup2_all(("--unwind", "libunwind"))
+
+
 if __name__ == "__main__":
     cases({"fd-list": [test_list_output, test_list_default_name],
-           "fd-own-pipe": [test_own_pipe_on_5_6_7]})
+           "fd-own-pipe": [test_own_pipe_on_5_6_7],
+           "fd-dup2-all": [test_dup2_all_fast, test_dup2_all_libunwind]})
