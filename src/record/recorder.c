@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1012,6 +1013,18 @@ static int trace_fd(int *own)
 	    st.st_ino == R->ino)
 		return R->fd;
 	int fd = open(R->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct rlimit rl;
+	if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur < rl.rlim_max) {
+		/* the program holds every descriptor it may: one past its
+		 * limit, for a moment (the limit is the program's again at
+		 * once; a descriptor already open stays valid) */
+		struct rlimit more = { rl.rlim_cur + 1, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+			fd = open(R->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != R->dev ||
 			st.st_ino != R->ino)) {
 		close(fd);
