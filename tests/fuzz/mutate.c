@@ -33,35 +33,30 @@ struct out {
 	ZSTD_CCtx *cctx;
 };
 
-/* Room for n more bytes of rows (n <= ROWS_MAX - o->nrows). */
-static int reserve_rows(struct out *o, size_t n)
+/* Room for n more bytes in *buf, of which len are used. */
+static int reserve(uint8_t **buf, size_t *cap, size_t len, size_t n)
 {
-	if (o->nrows + n <= o->rows_cap)
+	if (len + n <= *cap)
 		return 0;
-	size_t cap = o->rows_cap ? o->rows_cap : 1 << 16;
-	while (cap < o->nrows + n)
-		cap *= 2;
-	uint8_t *b = realloc(o->rows, cap);
+	size_t c = *cap ? *cap : 1 << 16;
+	while (c < len + n)
+		c *= 2;
+	uint8_t *b = realloc(*buf, c);
 	if (!b)
 		return hs_error("out of memory");
-	o->rows = b;
-	o->rows_cap = cap;
+	*buf = b;
+	*cap = c;
 	return 0;
 }
 
-static int reserve(struct out *o, size_t n)
+static int reserve_out(struct out *o, size_t n)
 {
-	if (o->len + n <= o->cap)
-		return 0;
-	size_t cap = o->cap ? o->cap : 1 << 16;
-	while (cap < o->len + n)
-		cap *= 2;
-	uint8_t *b = realloc(o->buf, cap);
-	if (!b)
-		return hs_error("out of memory");
-	o->buf = b;
-	o->cap = cap;
-	return 0;
+	return reserve(&o->buf, &o->cap, o->len, n);
+}
+
+static int reserve_rows(struct out *o, size_t n)
+{
+	return reserve(&o->rows, &o->rows_cap, o->nrows, n);
 }
 
 /* The rows so far as one chunk, encoded as the recorder's writer does. */
@@ -70,7 +65,7 @@ static int flush(struct out *o)
 	if (!o->nrows)
 		return 0;
 	uint8_t *work = malloc(chunk_work_size(o->nrows));
-	if (!work || reserve(o, chunk_bound(o->nrows))) {
+	if (!work || reserve_out(o, chunk_bound(o->nrows))) {
 		free(work);
 		return hs_error("out of memory");
 	}
@@ -124,7 +119,7 @@ static int put_header(struct out *o, const struct hs_header *hd,
 	if (h.allocator)
 		hdr_put_str(&b, HS_HDR_ALLOCATOR, h.allocator);
 	hdr_put_u64(&b, HS_HDR_HEAP_START, h.heap_start);
-	int rc = reserve(o, HS_PREAMBLE_LEN + b.len);
+	int rc = reserve_out(o, HS_PREAMBLE_LEN + b.len);
 	size_t n = rc ? 0 : hdr_finish(&b, o->buf, o->cap);
 	free(b.buf);
 	if (rc)
