@@ -53,6 +53,8 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 	}
 	if (h->exe && !(a->exe = strdup(h->exe)))
 		return hs_error("out of memory");
+	if (h->malloc_owner && !(a->malloc_owner = strdup(h->malloc_owner)))
+		return hs_error("out of memory");
 	a->allocator = strdup(h->allocator ? h->allocator : "glibc");
 	if (!a->allocator)
 		return hs_error("out of memory");
@@ -195,6 +197,12 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 		case HS_REC_END:
 			a->has_end = a->complete = 1;
 			a->end_reason = rec.end_reason;
+			a->unrecorded = rec.counts[HS_COUNT_UNRECORDED];
+			break;
+		case HS_REC_STOP:
+			snprintf(a->stopped, sizeof(a->stopped), "%.*s",
+				 (int)(rec.str_len < 500 ? rec.str_len : 500),
+				 rec.str);
 			break;
 		case HS_REC_EXIT:
 			a->has_exit = 1;
@@ -479,6 +487,7 @@ void analysis_destroy(struct analysis *a)
 		symbols_frames_free(a->pins[i].frames, a->pins[i].nframes);
 	free(a->pins);
 	free(a->allocator);
+	free(a->malloc_owner);
 	symbols_destroy(a->symbols);
 	series_finish(&a->series);
 	for (int i = 0; i < a->argc; i++)

@@ -53,6 +53,9 @@ struct analysis {
 	int truncated;     /* a partial last frame was dropped */
 	int has_end;
 	unsigned end_reason;
+	char stopped[512];   /* recording stopped early: the recorder's reason */
+	uint64_t unrecorded; /* calls the recorder saw but could not record */
+	char *malloc_owner;  /* the program's malloc was its own: not seen */
 	uint64_t events, duration_ns, batch_marks, label_marks, samples;
 	uint64_t bad_stack_refs;
 	/* batches */

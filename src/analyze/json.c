@@ -134,6 +134,9 @@ static cJSON *trace(const struct analysis *a)
 	str_or_null(t, "end_reason",
 		    a->has_end && a->end_reason < 4 ? end_reasons[a->end_reason]
 						    : NULL);
+	str_or_null(t, "stopped", a->stopped[0] ? a->stopped : NULL);
+	num(t, "unrecorded", (double)a->unrecorded);
+	str_or_null(t, "malloc_owner", a->malloc_owner);
 	num(t, "batch_marks", (double)a->batch_marks);
 	num(t, "samples", (double)a->samples);
 	num(t, "distinct_stacks", (double)a->distinct_stacks);

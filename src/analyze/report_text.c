@@ -65,6 +65,16 @@ static void summary(FILE *o, const struct analysis *a)
 			  "last whole frame"
 			: "INCOMPLETE: the process ended without closing it "
 			  "(killed?)");
+	if (a->stopped[0])
+		fprintf(o, "  STOPPED   recording stopped early: %s; what "
+			   "follows covers the run up to there\n", a->stopped);
+	if (a->unrecorded)
+		fprintf(o, "  UNRECORDED %" PRIu64 " calls the recorder saw but "
+			   "could not record (heapslope-record(1), signal "
+			   "handlers)\n", a->unrecorded);
+	if (a->malloc_owner)
+		fprintf(o, "  NOT SEEN  the program's malloc is %s's own: its "
+			   "allocations were not recorded\n", a->malloc_owner);
 	fprintf(o, "  events    %" PRIu64 " allocations, %" PRIu64
 		   " frees, %" PRIu64 " reallocs, %" PRIu64 " failed, %" PRIu64
 		   " unmatched frees\n",

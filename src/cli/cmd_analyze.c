@@ -110,7 +110,11 @@ static struct analysis *run_one(const char *path,
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
 		return NULL;
 	}
-	if (!a->complete)
+	if (a->stopped[0])
+		fprintf(stderr, "heapslope analyze: %s: recording stopped early "
+				"(%s); analyzed up to there\n", path,
+			a->stopped);
+	else if (!a->complete)
 		fprintf(stderr, "heapslope analyze: %s is incomplete (%s); "
 				"analyzed up to its last complete frame\n",
 			path, a->truncated ? "cut inside a frame"

@@ -371,6 +371,14 @@ def validate_report(d, what="report"):
         s.int_(t, "format_version", "$.trace", minimum=1)
         s.int_(t, "events", "$.trace")
         s.bool_(t, "complete", "$.trace")
+        # added: why recording stopped early, what went unrecorded, whose
+        # malloc the program called
+        for k in ("stopped", "unrecorded", "malloc_owner"):
+            if k not in t:
+                s.err("$.trace", f"no {k}")
+        s.str_(t, "stopped", "$.trace", null=True, nonempty=True)
+        s.int_(t, "unrecorded", "$.trace")
+        s.str_(t, "malloc_owner", "$.trace", null=True, nonempty=True)
 
     tot = d.get("totals")
     tkeys = ("allocations", "frees", "reallocs", "failed_allocations",

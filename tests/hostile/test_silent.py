@@ -7,6 +7,7 @@ Default trace names already taken (a shared directory): the program runs
 and its trace goes under another name.  A full disk and a closed trace
 descriptor: `dump` names the real reason recording stopped, never
 "killed?"; the program runs on unchanged."""
+import json
 import os
 import re
 import shutil
@@ -126,6 +127,14 @@ def dump_reason(c, path, reason):
     check(re.search(reason, err.replace(path, "TRACE"), re.I),
           f"{c.what}: dump does not say why recording stopped (expected "
           f"/{reason}/): {err.strip()!r}")
+    # and so does the report, with the events kept up to there
+    a = run([HEAPSLOPE, "analyze", "--json", "-", path], timeout=HANG)
+    check_eq(a.rc, 0, f"{c.what}: analyze's exit status\n" + a.describe())
+    t = json.loads(a.out)["trace"]
+    check(re.search(reason, (t.get("stopped") or "").replace(path, "TRACE"),
+                    re.I) and t.get("end_reason") == "error" and
+          t.get("events", 0) > 0,
+          f"{c.what}: the report's trace says {t}")
 
 
 def test_full_disk():
