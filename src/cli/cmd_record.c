@@ -43,6 +43,7 @@ struct record_opts {
 	long mallinfo; /* 0 never, 1 auto, 2 at every mark */
 	const char *alloc_name; /* recorded in the header */
 	const char *alloc_lib;  /* preloaded under the recorder; "" for glibc */
+	int unloadable;         /* the recorder cannot load into the command */
 	char **cmd;
 };
 
@@ -656,6 +657,12 @@ static void run_child(const struct record_opts *o, const char *lib,
 		}
 	}
 	unsetenv("HEAPSLOPE_FD");
+	if (root_fd >= 0 && o->unloadable) {
+		/* nothing will adopt it: not the program's to inherit */
+		close(root_fd);
+		root_fd = -1;
+		tell(err_fd, STAGE_PATH, 0, root_path);
+	}
 	if (root_fd >= 0) {
 		struct stat st;
 		if (fstat(root_fd, &st)) {
@@ -772,10 +779,12 @@ int cmd_record(int argc, char **argv)
 	prog = prog ? prog + 1 : o.cmd[0];
 	const char *why = NULL;
 	if (find_program(o.cmd[0], exe, sizeof(exe)) == 0 &&
-	    (why = unloadable(exe, 0)))
+	    (why = unloadable(exe, 0))) {
+		o.unloadable = 1;
 		fprintf(stderr, "heapslope record: warning: %s; nothing of %s "
 				"will be recorded (programs it runs may be)\n",
 			why, prog);
+	}
 	if (o.output && strchr(o.output, '%')) {
 		/* a template: every process, the first included, expands it */
 		if (absolute(o.output, tmpl, sizeof(tmpl)))

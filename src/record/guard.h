@@ -3,6 +3,9 @@
  * internal: the recorder's own code is running and may allocate (dlsym,
  *           pthread_create, libunwind): nested calls are its own, never
  *           recorded;
+ * real:     the real allocator runs under a hook: what it calls of the
+ *           API is its own (glibc's reallocarray calls realloc), or a
+ *           signal handler's, told apart by the caller's address;
  * getattr:  inside pthread_getattr_np, which holds the thread's own
  *           descriptor lock while it allocates: the unwinder must not
  *           call it again for the stack bounds (it would wait forever). */
@@ -11,6 +14,7 @@
 
 struct hs_guard {
 	int internal;
+	int real;
 	int getattr;
 };
 extern __thread struct hs_guard hs_guard

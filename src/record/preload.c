@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 
 #define HEAPSLOPE_RECORDER
 #include "../include/heapslope.h"
+#include "../format/rmem.h"
 #include "cxx.h"
 #include "recorder.h"
 
@@ -101,6 +103,52 @@ static void resolve(void)
 	resolving = 0;
 }
 
+/* Where the real allocation functions are: up to a few objects (the
+ * allocator, and libc for what it lacks) ... */
+#define ALLOC_OBJECTS 4
+static struct {
+	uintptr_t lo, hi;
+} alloc_obj[ALLOC_OBJECTS];
+static int n_alloc_obj;
+
+static int note_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	uintptr_t a = (uintptr_t)data, lo, hi;
+	unwind_module_range(info, &lo, &hi);
+	if (a < lo || a >= hi)
+		return 0;
+	for (int i = 0; i < n_alloc_obj; i++)
+		if (alloc_obj[i].lo == lo)
+			return 1;
+	if (n_alloc_obj < ALLOC_OBJECTS)
+		alloc_obj[n_alloc_obj++] = (typeof(alloc_obj[0])){ lo, hi };
+	return 1;
+}
+
+/* ... and ours: a real function that tail-calls another of the API
+ * (glibc's reallocarray jumps to realloc) leaves our call's return
+ * address as the caller */
+static void note_allocator(void)
+{
+	void *fns[] = { (void *)note_allocator, real.malloc, real.free,
+			real.calloc, real.realloc, real.reallocarray,
+			real.posix_memalign, real.aligned_alloc,
+			real.memalign };
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (fns[i])
+			dl_iterate_phdr(note_object, fns[i]);
+}
+
+static int from_allocator(const void *ra)
+{
+	for (int i = 0; i < n_alloc_obj; i++)
+		if ((uintptr_t)ra - alloc_obj[i].lo <
+		    alloc_obj[i].hi - alloc_obj[i].lo)
+			return 1;
+	return 0;
+}
+
 static inline int ready(void)
 {
 	if (unlikely(!real.free)) {
@@ -116,6 +164,10 @@ static inline int ready(void)
 #define HOOK_BEGIN()                                                         \
 	struct tstate *t = &hs_thread;                                       \
 	enum hook_mode mode = hook_mode(t);                                  \
+	if (unlikely(mode == HOOK_INNER))                                    \
+		mode = from_allocator(__builtin_return_address(0))           \
+			       ? HOOK_PASS                                   \
+			       : HOOK_NESTED;                                \
 	if (mode != HOOK_PASS)                                               \
 	busy_enter(t)
 #define HOOK_END()                                                           \
@@ -127,18 +179,20 @@ static inline int ready(void)
 		}                                                            \
 	} while (0)
 #define CALLER __builtin_return_address(0)
-/* The real function: what it calls of the API itself (glibc's
- * reallocarray calls realloc) is its own business, never recorded. */
-#define REAL(call) (internal_begin(), real_ = (call), internal_end(), real_)
+/* The real function.  What it calls of the API itself (glibc's
+ * reallocarray calls realloc) is its own business, never recorded; a
+ * call made meanwhile from elsewhere is a signal handler's that could
+ * not wait (hook_mode's HOOK_INNER, settled in HOOK_BEGIN). */
+#define REAL(call) (hs_guard.real++, real_ = (call), hs_guard.real--, real_)
 
 static inline __attribute__((always_inline)) void
 record_result(enum hook_mode mode, unsigned fn, const void *p,
 			  size_t size, const void *caller)
 {
 	int e = errno;
+	unsigned kind = p ? HS_REC_ALLOC : HS_REC_FAIL;
 	if (mode == HOOK_NESTED)
-		rec_nested(p ? HS_REC_ALLOC : HS_REC_FAIL, fn, NULL, p, size,
-			   caller);
+		rec_nested(kind, fn, NULL, p, size, caller);
 	else if (p)
 		rec_alloc(fn, p, size);
 	else
@@ -175,9 +229,9 @@ EXPORT void free(void *p)
 			rec_free(HS_FN_FREE, p);
 		errno = e;
 	}
-	internal_begin();
+	hs_guard.real++;
 	real.free(p);
-	internal_end();
+	hs_guard.real--;
 	HOOK_END();
 }
 
@@ -368,59 +422,14 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 
 /* ---- process lifetime: exec and _exit end an image without exit() ---- */
 
-/* The environment for the new image, in out (room for n + 2 entries,
- * and `text` for the strings made here): the program's, with
+/* The environment for the new image: the program's, with
  * HEAPSLOPE_EXECED naming this process (so that the image knows it was
  * exec'd here, and what the image before it left is not taken for that);
- * under --no-follow, without the recorder in LD_PRELOAD. */
-#define EXEC_TEXT 8300
-static char *const *exec_env(char *const envp[], char **out, size_t n,
-			     char *text)
-{
-	static const char execed[] = "HEAPSLOPE_EXECED=",
-			  preload[] = "LD_PRELOAD=";
-	Dl_info self;
-	size_t k = 0, used = 0;
-	if (!envp)
-		return envp;
-	const char *lib = !hs_rec.follow && dladdr((void *)recorder_init,
-						   &self)
-				  ? self.dli_fname
-				  : NULL;
-	for (size_t i = 0; i < n; i++) {
-		const char *v = envp[i];
-		if (!strncmp(v, execed, sizeof(execed) - 1))
-			continue;
-		if (lib && !strncmp(v, preload, sizeof(preload) - 1)) {
-			/* the list without our library, as the loader splits
-			 * it: on spaces and colons */
-			char *o = text + used;
-			size_t cap = EXEC_TEXT - 64 - used, l = 0;
-			memcpy(o, preload, sizeof(preload) - 1);
-			l = sizeof(preload) - 1;
-			for (const char *s = v + l; *s;) {
-				size_t w = strcspn(s, ": ");
-				int ours = w == strlen(lib) && !memcmp(s, lib, w);
-				if (w && !ours && l + w + 2 < cap) {
-					if (l > sizeof(preload) - 1)
-						o[l++] = ' ';
-					memcpy(o + l, s, w);
-					l += w;
-				}
-				s += w + (s[w] != 0);
-			}
-			o[l++] = 0;
-			used += l;
-			v = o;
-		}
-		out[k++] = (char *)v;
-	}
-	snprintf(text + used, 64, "%s%d", execed, (int)getpid());
-	out[k++] = text + used;
-	out[k] = NULL;
-	return out;
-}
-
+ * under --no-follow, without the recorder in LD_PRELOAD.  Made in `room`
+ * when it fits (4 KiB of the caller's stack: threads may have small
+ * ones), else in memory mapped for it (*map, *map_size; exec replaces
+ * it, or the caller unmaps it).  If no room can be had, the program's
+ * own environment goes on unchanged. */
 static size_t env_count(char *const envp[])
 {
 	size_t n = 0;
@@ -429,19 +438,81 @@ static size_t env_count(char *const envp[])
 	return n;
 }
 
+static char *const *exec_env(char *const envp[], char *room, size_t cap,
+			     void **map, size_t *map_size)
+{
+	static const char execed[] = "HEAPSLOPE_EXECED=",
+			  preload[] = "LD_PRELOAD=";
+	Dl_info self;
+	*map = NULL;
+	if (!envp)
+		return envp;
+	const char *lib = !hs_rec.follow && dladdr((void *)recorder_init,
+						   &self)
+				  ? self.dli_fname
+				  : NULL;
+	size_t n = env_count(envp), text = 64;
+	for (size_t i = 0; lib && i < n; i++)
+		if (!strncmp(envp[i], preload, sizeof(preload) - 1))
+			text += strlen(envp[i]) + 1;
+	size_t need = (n + 2) * sizeof(char *) + text;
+	char *buf = room;
+	if (need > cap) {
+		buf = rmem_map(need);
+		if (!buf)
+			return envp;
+		*map = buf;
+		*map_size = need;
+	}
+	char **out = (char **)buf;
+	char *o = buf + (n + 2) * sizeof(char *);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *v = envp[i];
+		if (!strncmp(v, execed, sizeof(execed) - 1))
+			continue;
+		if (lib && !strncmp(v, preload, sizeof(preload) - 1)) {
+			/* the list without our library, as the loader splits
+			 * it: on spaces and colons (never longer than it was) */
+			size_t l = sizeof(preload) - 1, ll = strlen(lib);
+			memcpy(o, preload, l);
+			for (const char *s = v + l; *s;) {
+				size_t w = strcspn(s, ": ");
+				if (w && !(w == ll && !memcmp(s, lib, w))) {
+					if (l > sizeof(preload) - 1)
+						o[l++] = ' ';
+					memcpy(o + l, s, w);
+					l += w;
+				}
+				s += w + (s[w] != 0);
+			}
+			o[l++] = 0;
+			v = o;
+			o += l;
+		}
+		out[k++] = (char *)v;
+	}
+	snprintf(o, 64, "%s%d", execed, (int)getpid());
+	out[k++] = o;
+	out[k] = NULL;
+	return out;
+}
+
 /* Closes the trace as the image ends; if exec fails, recording resumes. */
 #define EXEC_HOOK(call, path, envp)                                          \
 	if (unlikely(!ready()))                                              \
 		return -1;                                                   \
-	size_t n_ = env_count(envp);                                         \
-	char **env_ = __builtin_alloca((n_ + 2) * sizeof(char *));           \
-	char *text_ = __builtin_alloca(EXEC_TEXT);                           \
-	char *const *use_ = exec_env(envp, env_, n_, text_);                 \
+	_Alignas(8) char room_[4096];                                        \
+	void *map_;                                                          \
+	size_t map_size_ = 0;                                                \
 	int e_ = errno;                                                      \
+	char *const *use_ = exec_env(envp, room_, sizeof(room_), &map_,      \
+				     &map_size_);                            \
 	recorder_before_exec(path);                                          \
 	errno = e_;                                                          \
 	int rc_ = call;                                                      \
 	e_ = errno;                                                          \
+	rmem_unmap(map_, map_size_);                                         \
 	recorder_exec_failed();                                              \
 	errno = e_;                                                          \
 	return rc_
@@ -606,6 +677,7 @@ EXPORT void heapslope_mark(const char *label)
 __attribute__((constructor)) static void preload_init(int argc, char **argv)
 {
 	resolve();
+	note_allocator();
 	recorder_init(argc, argv);
 }
 

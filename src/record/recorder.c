@@ -303,6 +303,9 @@ static inline __attribute__((always_inline)) void put_event(const struct event *
 	commit(p);
 }
 
+static struct event realloc_event(unsigned fn, const void *old,
+				  const void *ptr, size_t size);
+
 /* ---- the lock, and nested calls set aside while it is held ---- */
 
 /* Lock held by this thread: writes its nested events kept aside, those
@@ -381,29 +384,35 @@ static void side_add(const struct event *e, const uintptr_t *ips, int n)
 	t->nside++;
 }
 
+/* A nested call's event, with its stack: recorded, or set aside when
+ * the thread holds the lock. */
+static void nested_put(const struct event *e, const uintptr_t *ips, int n)
+{
+	if (lock_owned(&hs_rec.lock, hs_tid())) {
+		side_add(e, ips, n);
+		return;
+	}
+	int fresh = 0;
+	rec_lock();
+	put_event(e, ips, n, NULL, &fresh);
+	rec_unlock();
+	after_fresh_nodes(fresh);
+}
+
 void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 		size_t size, const void *ra)
 {
-	struct recorder *R = &hs_rec;
 	struct event e = { kind, fn, (uintptr_t)old, (uintptr_t)ptr, size };
 	uintptr_t ips[HS_DEPTH_MAX];
 	int n = 0;
 	if (kind != HS_REC_FREE && kind != HS_REC_MUNMAP) {
-		n = unwind_capture_plain(ips, R->depth);
+		n = unwind_capture_plain(ips, hs_rec.depth);
 		if (n == 0 && ra) {
 			ips[0] = (uintptr_t)ra;
 			n = 1;
 		}
 	}
-	if (lock_owned(&R->lock, hs_tid())) {
-		side_add(&e, ips, n);
-		return;
-	}
-	int fresh = 0;
-	rec_lock();
-	put_event(&e, ips, n, NULL, &fresh);
-	rec_unlock();
-	after_fresh_nodes(fresh);
+	nested_put(&e, ips, n);
 }
 
 /* ---- events ---- */
@@ -530,9 +539,13 @@ void rec_mark(unsigned kind, const char *label)
 	struct mallinfo2 mi;
 	int has_mi;
 	size_t len = label ? strnlen(label, LABEL_MAX) : 0;
+	int cancel;
 	if (!hs_live->on)
 		return; /* no trace: nothing to sample for */
+	/* statm's read (and open) are cancellation points: not in a mark */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	int ok = take_sample(&rss, &mi, &has_mi, 1, &brk);
+	pthread_setcancelstate(cancel, NULL);
 	rec_lock();
 	uint8_t *p = hs_live->on ? reserve(PREFIX_MAX + 3 * HS_VARINT_MAX +
 					   1 + len)
@@ -711,6 +724,22 @@ static int adopt_output(void)
 	return 0;
 }
 
+/* No trace here after all (--no-follow's descendant, a failure before
+ * it started): the descriptor record opened for this process is not the
+ * program's to keep. */
+static void drop_token(void)
+{
+	int fd;
+	long pid;
+	unsigned long long dev, ino;
+	struct stat st;
+	if (sscanf(env.fd_token, "%d:%ld:%llu:%llu", &fd, &pid, &dev, &ino) ==
+		    4 &&
+	    pid == (long)getpid() && fstat(fd, &st) == 0 &&
+	    st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino)
+		close(fd);
+}
+
 /* Where the brk heap starts (start_brk, field 47 of /proc/self/stat): the
  * analyzer tells glibc's main arena from its mmapped blocks and thread
  * heaps by it.  0 when the kernel does not say. */
@@ -827,17 +856,27 @@ static void start_clock(void)
 	hs_rec.last_flush_ns = 0;
 }
 
+int fd_high(int fd)
+{
+	struct rlimit rl;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, HS_FD_HIGH);
+	/* a limit at or below 700: as high as it allows */
+	if (high < 0 && errno == EINVAL &&
+	    getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 + 16)
+		high = fcntl(fd, F_DUPFD_CLOEXEC, (int)rl.rlim_cur - 64);
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
+}
+
 /* Moves the trace out of the program's way (a high descriptor) and
  * remembers which file it is, to notice if the program closes it. */
 static int keep_output(void)
 {
 	struct recorder *R = &hs_rec;
 	struct stat st;
-	int high = fcntl(R->fd, F_DUPFD_CLOEXEC, 700);
-	if (high >= 0) {
-		close(R->fd);
-		R->fd = high;
-	}
+	R->fd = fd_high(R->fd);
 	if (fstat(R->fd, &st)) {
 		hs_fail_path("fstat", errno);
 		return -1;
@@ -847,8 +886,20 @@ static int keep_output(void)
 	return 0;
 }
 
+static void start_trace_file(unsigned options, int adopt);
+
 /* Starts a new trace in this process: file, header, modules, writer. */
 static void start_trace(unsigned options, int adopt)
+{
+	int cancel;
+	/* open, write, connect: cancellation points, in a forked child's
+	 * fork() */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	start_trace_file(options, adopt);
+	pthread_setcancelstate(cancel, NULL);
+}
+
+static void start_trace_file(unsigned options, int adopt)
 {
 	struct recorder *R = &hs_rec;
 	if (R->record_mmap)
@@ -891,6 +942,7 @@ void recorder_orphan(void)
 	struct stat st;
 	if (!__atomic_exchange_n(&R->started, 0, __ATOMIC_RELAXED))
 		return;
+	hs_thread.tid = 0; /* the parent's */
 	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
 	    st.st_ino == R->ino)
 		close(R->fd);
@@ -976,6 +1028,8 @@ void recorder_init(int argc, char **argv)
 		options |= HS_OPT_EXECED;
 	start_trace(options, 1);
 out:
+	if (!R->started)
+		drop_token();
 	internal_end();
 	busy_leave(t);
 }
@@ -1012,7 +1066,10 @@ static int trace_fd(int *own)
 	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
 	    st.st_ino == R->ino)
 		return R->fd;
-	int fd = open(R->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put at the path must not hang us (the identity
+	 * check then refuses it); regular files ignore it */
+	const int flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+	int fd = open(R->path, flags);
 	struct rlimit rl;
 	if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 	    rl.rlim_cur < rl.rlim_max) {
@@ -1021,7 +1078,7 @@ static int trace_fd(int *own)
 		 * once; a descriptor already open stays valid) */
 		struct rlimit more = { rl.rlim_cur + 1, rl.rlim_max };
 		if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
-			fd = open(R->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+			fd = open(R->path, flags);
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
@@ -1044,7 +1101,7 @@ static int trace_fd(int *own)
 void write_stop(void)
 {
 	struct recorder *R = &hs_rec;
-	uint8_t end[END_MAX];
+	static uint8_t end[END_MAX]; /* lock held; small stacks */
 	int own;
 	if (R->ended || !R->started || !R->file_off ||
 	    (R->fail_kind == FAIL_FD && !R->finishing))
@@ -1081,23 +1138,29 @@ static void finish(unsigned reason, const char *exec_path)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
+	/* static: this may run on a handler's small alternate stack */
+	static uint8_t end[END_MAX];
 	/* a vfork child shares our memory: it must not touch the trace */
 	if (!R->started || R->ended || getpid() != R->pid)
 		return;
 	busy_enter(t);
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (lock_owned(&R->lock, hs_tid())) {
+		/* the program exits (or execs) from a handler of its that ran
+		 * in code of ours holding the lock: that code never goes on,
+		 * and what it half wrote cannot be told.  Recording stops;
+		 * with nothing appended any more, the lock can be let go and
+		 * what was recorded written out */
+		hs_fail("the program ended from a signal handler that "
+			"interrupted the recorder", 0);
+		lock_give(&R->lock);
+	}
 	/* at exec the writer may go on (exec can fail); after a failure it
 	 * is done, and the stop chunk below must not race its compression */
 	if (reason != HS_END_EXEC || R->failed)
 		writer_stop();
-	uint8_t end[END_MAX];
-	/* the program exits from code of ours it interrupted (a handler of
-	 * its that could not wait): that code never goes on, the lock is
-	 * ours to use */
-	int nested = lock_owned(&R->lock, hs_tid());
-	if (!nested)
-		rec_lock();
+	rec_lock();
 	/* first let the writer finish, since other threads may append while
 	 * we wait: the end record's counts must include them */
 	if (hs_live->on && wait_idle() == 0 && hs_live->on) {
@@ -1109,11 +1172,15 @@ static void finish(unsigned reason, const char *exec_path)
 		hs_live->on = 0;
 	}
 	if (R->failed) {
+		if (R->writer_running) { /* it may hold a buffer in hand */
+			rec_unlock();
+			writer_stop();
+			rec_lock();
+		}
 		R->finishing = 1;
 		write_stop();
 	}
-	if (!nested)
-		rec_unlock();
+	rec_unlock();
 	pthread_setcancelstate(cancel, NULL);
 	busy_leave(t);
 }
@@ -1158,8 +1225,12 @@ void recorder_abandoned(struct tstate *t)
 	count_unrecorded();
 	unwind_forget();
 	t->nside = 0;
+	hs_guard.internal = 0;
+	hs_guard.real = 0;
 	if (lock_owned(&mod_lock, self))
 		lock_give(&mod_lock);
+	if (lock_owned(&hs_live->table_lock, self))
+		lock_give(&hs_live->table_lock);
 	if (lock_owned(&R->lock, self)) {
 		/* what the section had half written cannot be told apart */
 		hs_fail("a signal handler left the recorder with longjmp", 0);
@@ -1174,12 +1245,15 @@ void recorder_fork_prepare(void)
 	int self = hs_tid();
 	busy_enter(t);
 	hs_rec.on_at_fork = hs_live->on;
-	/* fork() from a handler that interrupted the recorder: the lock is
+	/* fork() from a handler that interrupted the recorder: a lock is
 	 * this thread's, the child just will not record */
-	t->fork_nested = lock_owned(&hs_rec.lock, self);
+	t->fork_nested = lock_owned(&hs_rec.lock, self) ||
+			 lock_owned(&mod_lock, self) || statm_owned(self) ||
+			 lock_owned(&hs_live->table_lock, self);
 	if (t->fork_nested)
 		return;
 	statm_fork_prepare();
+	lock_take(&hs_live->table_lock, self);
 	lock_take(&mod_lock, self);
 	lock_take(&hs_rec.lock, self);
 }
@@ -1190,6 +1264,7 @@ void recorder_fork_parent(void)
 	if (!t->fork_nested) {
 		lock_give(&hs_rec.lock);
 		lock_give(&mod_lock);
+		lock_give(&hs_live->table_lock);
 		statm_fork_parent();
 	}
 	busy_leave(t);
@@ -1201,6 +1276,7 @@ void recorder_fork_child(void)
 	struct tstate *t = &hs_thread;
 	R->lock.v = 0; /* other threads are gone: nobody holds them */
 	mod_lock.v = 0;
+	hs_live->table_lock.v = 0; /* wiped already, unless madvise failed */
 	t->tid = 0;
 	R->pid = getpid();
 	R->writer_running = 0;
@@ -1213,8 +1289,12 @@ void recorder_fork_child(void)
 	enc_reset(&R->enc);
 	int was_on = R->on_at_fork && !t->fork_nested;
 	hs_live->on = 0; /* wiped already, unless madvise failed */
-	if (R->fd >= 0)
-		close(R->fd); /* the parent's trace: never ours to write */
+	/* the parent's trace: never ours to write; but the program may
+	 * have put a file of its own on that number */
+	struct stat st;
+	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
+	    st.st_ino == R->ino)
+		close(R->fd);
 	R->fd = -1;
 	R->started = 0;
 	statm_close(); /* the parent's statm */

@@ -41,12 +41,15 @@ struct side_event {
 };
 
 /* Signals that arrived while the thread was busy, kept blocked until it
- * is not (signals.c). */
+ * is not (signals.c); pid: the process it arrived in (a forked child
+ * keeps its own, not its parent's). */
 #define DEFER_MAX 4
 struct deferred {
 	int sig;
+	pid_t pid;
 	siginfo_t info;
 };
+
 
 /* Per-thread state.  busy counts the recorder's entries on this thread:
  * while it is set the thread runs recorder code (or must not be recorded
@@ -69,7 +72,7 @@ struct tstate {
 	struct side_event side[SIDE_EVENTS];
 	int ndeferred;
 	struct deferred deferred[DEFER_MAX];
-	int fork_nested; /* fork() while this thread held the lock */
+	int fork_nested; /* fork() while this thread held a lock */
 };
 extern __thread struct tstate hs_thread HS_TLS;
 
@@ -80,6 +83,7 @@ extern __thread struct tstate hs_thread HS_TLS;
 struct live {
 	int on;    /* recording: read without the lock by the hooks */
 	int owner; /* the recorder state belongs to this process */
+	hs_lock table_lock; /* signals.c's table of the program's handlers */
 };
 extern struct live *hs_live;
 
@@ -190,6 +194,9 @@ enum hook_mode {
 	HOOK_RECORD, /* recorded */
 	HOOK_NESTED, /* made while the thread runs recorder code: see
 		      * rec_nested */
+	HOOK_INNER,  /* made while the real allocator runs under a hook: the
+		      * allocator's own call (PASS) when its caller is in the
+		      * allocator, else a nested one (preload.c) */
 };
 
 void recorder_orphan(void);
@@ -203,7 +210,9 @@ static inline enum hook_mode hook_mode(const struct tstate *t)
 			recorder_orphan();
 		return HOOK_PASS;
 	}
-	return hs_guard.internal ? HOOK_PASS : HOOK_NESTED;
+	if (hs_guard.internal)
+		return HOOK_PASS;
+	return hs_guard.real ? HOOK_INNER : HOOK_NESTED;
 }
 
 void recorder_init(int argc, char **argv);
@@ -232,6 +241,7 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *p,
  * (rec_nested_lock: 0 when the thread holds it already), then the event
  * is recorded, or set aside when the lock was the thread's. */
 int rec_nested_lock(void);
+
 void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
 			    const void *ptr, size_t size, int n,
 			    const uintptr_t *ips);
@@ -256,6 +266,11 @@ void rec_modules_changed(void);
 void rec_lock(void);
 void rec_unlock(void);
 
+/* fd, moved to a descriptor out of the program's way (HS_FD_HIGH and
+ * up, close-on-exec), or left where it is if none can be had. */
+#define HS_FD_HIGH 700
+int fd_high(int fd);
+
 /* writer.c */
 int writer_start(void);
 void writer_stop(void);
@@ -268,6 +283,7 @@ void statm_fork_prepare(void);
 void statm_fork_parent(void);
 void statm_close(void);
 void statm_abandoned(int self); /* its lock, if self holds it */
+int statm_owned(int self);
 /* RSS, mallinfo2 when asked and the allocator is glibc, and the end of
  * the brk heap (0: unknown). */
 int take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,

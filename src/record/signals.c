@@ -40,9 +40,11 @@ static struct {
 } real;
 
 /* The program's view of each signal's action, for the signals whose
- * kernel action is the wrapper. */
+ * kernel action is the wrapper; its lock is in the page a forked child
+ * gets as zeros (recorder.h), so that a child made while another thread
+ * was in sigaction finds it free. */
 static struct sigaction user[NSIGS];
-static hs_lock table_lock;
+#define TABLE_LOCK (&hs_live->table_lock)
 
 static void resolve(void)
 {
@@ -72,34 +74,68 @@ static int synchronous(int sig, const siginfo_t *si)
 	}
 }
 
+/* Whether the signal may wait until the thread leaves recorder code.  A
+ * fault cannot; nor can abort()'s SIGABRT (abort raises it again, still
+ * blocked, and ends in a crash), nor a signal the process raised itself
+ * from inside the allocator or our own calls (raise() returns only after
+ * the handler ran). */
+static int deferrable(struct tstate *t, int sig, const siginfo_t *si)
+{
+	if (!t->busy || t->ndeferred >= DEFER_MAX || synchronous(sig, si) ||
+	    sig == SIGABRT)
+		return 0;
+	if ((hs_guard.real || hs_guard.internal) &&
+	    (si->si_code == SI_TKILL || si->si_code == SI_USER) &&
+	    si->si_pid == getpid())
+		return 0;
+	return 1;
+}
+
+/* A one-shot handler (SA_RESETHAND) is made so here, not by the kernel,
+ * which would leave our SA_SIGINFO in the flags the program reads back:
+ * the first delivery claims it and puts the default action in place,
+ * with the program's flags; a delivery that lost the race meets the
+ * default action, as it would have. */
+static int claim_one_shot(int sig, const struct sigaction *a)
+{
+	void *fn = (void *)a->sa_handler;
+	if (!__atomic_compare_exchange_n((void **)&user[sig].sa_handler, &fn,
+					 (void *)SIG_DFL, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return 0;
+	struct sigaction dfl = *a;
+	dfl.sa_handler = SIG_DFL;
+	real.sigaction(sig, &dfl, NULL);
+	return 1;
+}
+
 /* The handler installed for every handled signal. */
 static void wrapper(int sig, siginfo_t *si, void *ucv)
 {
 	struct tstate *t = &hs_thread;
-	if (t->busy && !synchronous(sig, si) && t->ndeferred < DEFER_MAX) {
+	if (deferrable(t, sig, si)) {
 		ucontext_t *uc = ucv;
 		struct deferred *d = &t->deferred[t->ndeferred];
 		d->sig = sig;
+		d->pid = getpid();
 		memcpy(&d->info, si, sizeof(*si));
 		sigaddset(&uc->uc_sigmask, sig);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		t->ndeferred++;
-		/* one-shot: the kernel reset the action; the signal sent again
-		 * must find the handler */
-		if (user[sig].sa_flags & SA_RESETHAND) {
-			struct sigaction k = user[sig];
-			k.sa_sigaction = wrapper;
-			k.sa_flags |= SA_SIGINFO;
-			real.sigaction(sig, &k, NULL);
-		}
 		return;
 	}
 	struct sigaction a = user[sig];
-	if (a.sa_flags & SA_RESETHAND) /* as the kernel's action now is */
-		user[sig].sa_handler = SIG_DFL;
+	if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN)
+		return; /* replaced meanwhile */
+	if (a.sa_flags & SA_RESETHAND && !claim_one_shot(sig, &a)) {
+		/* another delivery took it: the default action, for this one */
+		syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)gettid(), sig,
+			si);
+		return;
+	}
 	if (a.sa_flags & SA_SIGINFO)
 		a.sa_sigaction(sig, si, ucv);
-	else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN)
+	else
 		a.sa_handler(sig);
 }
 
@@ -112,12 +148,16 @@ void signals_replay(struct tstate *t)
 	pthread_sigmask(SIG_BLOCK, &all, &mask);
 	int n = t->ndeferred;
 	t->ndeferred = 0;
-	pid_t pid = getpid(), tid = hs_tid();
+	/* fresh: in a process made by clone, the cached tid is the
+	 * parent's */
+	pid_t pid = getpid(), tid = (pid_t)gettid();
 	for (int i = 0; i < n; i++) {
 		struct deferred *d = &t->deferred[i];
 		/* queued while blocked, with its own siginfo (allowed to
 		 * oneself whatever its si_code) */
-		syscall(SYS_rt_tgsigqueueinfo, pid, tid, d->sig, &d->info);
+		if (d->pid == pid)
+			syscall(SYS_rt_tgsigqueueinfo, pid, tid, d->sig,
+				&d->info);
 		sigdelset(&mask, d->sig);
 	}
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
@@ -126,21 +166,30 @@ void signals_replay(struct tstate *t)
 
 void signals_forget(struct tstate *t)
 {
+	/* what arrived in the parent before the fork was the parent's; what
+	 * arrived here since is this child's and is let through as usual */
 	sigset_t bits;
 	sigemptyset(&bits);
-	for (int i = 0; i < t->ndeferred; i++)
-		sigaddset(&bits, t->deferred[i].sig);
-	t->ndeferred = 0;
+	int keep = 0;
+	pid_t pid = getpid();
+	for (int i = 0; i < t->ndeferred; i++) {
+		if (t->deferred[i].pid == pid)
+			t->deferred[keep++] = t->deferred[i];
+		else
+			sigaddset(&bits, t->deferred[i].sig);
+	}
+	for (int i = 0; i < keep; i++)
+		sigdelset(&bits, t->deferred[i].sig);
+	t->ndeferred = keep;
 	pthread_sigmask(SIG_UNBLOCK, &bits, NULL);
 }
 
+/* sa_handler and sa_sigaction share their place: SIG_DFL and SIG_IGN
+ * are what the kernel compares, whatever the flags say */
 static int wrappable(int sig, const struct sigaction *act)
 {
 	return sig > 0 && sig < NSIGS && sig != SIGKILL && sig != SIGSTOP &&
-	       act && (act->sa_flags & SA_SIGINFO
-			       ? act->sa_sigaction != NULL
-			       : act->sa_handler != SIG_DFL &&
-					 act->sa_handler != SIG_IGN);
+	       act && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
 }
 
 EXPORT int sigaction(int sig, const struct sigaction *act,
@@ -155,15 +204,15 @@ EXPORT int sigaction(int sig, const struct sigaction *act,
 	if (sig <= 0 || sig >= NSIGS)
 		return real.sigaction(sig, act, old);
 	busy_enter(t);
-	int self = hs_tid(), locked = !lock_owned(&table_lock, self);
+	int self = hs_tid(), locked = !lock_owned(TABLE_LOCK, self);
 	if (locked)
-		lock_take(&table_lock, self);
+		lock_take(TABLE_LOCK, self);
 	struct sigaction prev = user[sig], k, kold;
 	const struct sigaction *use = act;
 	if (wrappable(sig, act)) {
 		k = *act;
 		k.sa_sigaction = wrapper;
-		k.sa_flags |= SA_SIGINFO;
+		k.sa_flags = (k.sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
 		use = &k;
 		user[sig] = *act;
 	}
@@ -177,7 +226,7 @@ EXPORT int sigaction(int sig, const struct sigaction *act,
 			*old = prev;
 	}
 	if (locked)
-		lock_give(&table_lock);
+		lock_give(TABLE_LOCK);
 	busy_leave(t);
 	errno = e;
 	return rc;
@@ -294,7 +343,7 @@ static int leaves(uintptr_t sp, uintptr_t frame)
 static void before_jump(const struct __jmp_buf_tag *env)
 {
 	struct tstate *t = &hs_thread;
-	if (__builtin_expect(!t->busy, 1) || hs_guard.internal ||
+	if (__builtin_expect(!t->busy, 1) ||
 	    !leaves(target_sp(env), t->busy_sp))
 		return;
 	recorder_abandoned(t);

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #define UNW_LOCAL_ONLY
@@ -116,11 +117,16 @@ static int probe_pipe_ours(void)
 static int libunwind_capture(uintptr_t *ips, int max)
 {
 	void *raw[HS_DEPTH_MAX + 16];
+	int cancel;
 	if (!probe_pipe_ours())
 		return 0;
+	/* its probe pipe's read and write are cancellation points: never
+	 * inside malloc */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	internal_begin();
 	int n = unw_backtrace(raw, max + 16);
 	internal_end();
+	pthread_setcancelstate(cancel, NULL);
 	int i = 0, out = 0;
 	while (i < n && (uintptr_t)raw[i] >= self_lo &&
 	       (uintptr_t)raw[i] < self_hi)

@@ -252,11 +252,7 @@ void statm_open(void)
 		int fd = open("/proc/self/statm",
 			      O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd >= 0) {
-			int high = fcntl(fd, F_DUPFD_CLOEXEC, 700);
-			if (high >= 0) {
-				close(fd);
-				fd = high;
-			}
+			fd = fd_high(fd);
 			struct stat st;
 			if (fstat(fd, &st) == 0) {
 				statm_dev = st.st_dev;
@@ -274,6 +270,11 @@ void statm_open(void)
 void statm_fork_prepare(void)
 {
 	lock_take(&statm_lock, hs_tid());
+}
+
+int statm_owned(int self)
+{
+	return lock_owned(&statm_lock, self);
 }
 
 void statm_abandoned(int self)

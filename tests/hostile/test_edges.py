@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Edges a review of the recorder found (issue 9): signals the program
+sends or receives at awkward moments (abort() inside free, a signal to a
+child fork() is still making, sigaction racing fork, SA_SIGINFO with
+SIG_IGN, what sigaction reports back), a handler the recorder cannot hold
+back that allocates inside the allocator or exits while the recorder holds
+its lock, a huge environment for exec, descriptors the recorder uses that
+the program owns, cancellation, a handler on a small alternate stack, and
+a static program's descriptors.  Each behaves as it does natively."""
+import os
+import re
+import subprocess
+
+from hostile import (HANG, LIB, Case, cases, check, check_eq, dump_stats,
+                     hprog, lfalloc, sized_counts, verified_or_explained)
+
+
+def plain(name, *args, opts=(), what=None):
+    """A program that must behave exactly as natively, with whole,
+    verified traces."""
+    with Case(what or name) as c:
+        c.both([hprog(name)] + list(args), opts=opts, timeout=HANG)
+        c.stats()
+        return c
+
+
+def test_abort_in_free():
+    c = plain("abortfree")
+    check_eq(c.n.rc, 7, "abortfree natively: the handler's exit status")
+
+
+def test_fork_then_signal():
+    c = plain("forksignal")
+    check(b"never got the signal: 0 of 20" in c.n.out,
+          f"forksignal natively: {c.n.out!r}")
+
+
+def test_fork_during_sigaction():
+    c = plain("forksigaction")
+    check(b"(hung): 0 of 40" in c.n.out,
+          f"forksigaction natively: {c.n.out!r}")
+
+
+def test_siginfo_ignored():
+    c = plain("siginfoign")
+    check_eq(c.n.out, b"still alive\n", "siginfoign natively")
+
+
+def test_sigaction_view():
+    c = plain("sigview")
+    check(b"resethand after: handler=DFL" in c.n.out,
+          f"sigview natively: {c.n.out!r}")
+
+
+def raw_handler_case(what, loop, jump):
+    """jmpalloc under lfalloc: no hang, the program's output, and the
+    handler's blocks all in the trace when it says verified."""
+    with Case(what) as c:
+        cmd = [hprog("jmpalloc"), loop, jump]
+        c.native(cmd, env=dict(os.environ, LD_PRELOAD=lfalloc()),
+                 timeout=HANG)
+        c.record(cmd, opts=["--allocator", lfalloc()], timeout=HANG)
+        check_eq(c.n.rc, 0, f"{what}: natively, exit status")
+        check_eq(c.r.rc, 0, f"{what}: recorded, exit status\n" +
+                 c.r.describe())
+        m = re.search(rb"handler blocks (\d+) jumped (\d)", c.r.out)
+        check(m, f"{what}: recorded output {c.r.out!r}")
+        (t,) = c.traces()
+        s = dump_stats(t)
+        check_eq(s.get("complete"), "yes", f"{what}: complete")
+        if verified_or_explained(c, s, what):
+            got = sized_counts(t, [555, 999])
+            check_eq(got[555][0], int(m.group(1)),
+                     f"{what}: the handler's 555-byte blocks in the trace")
+            check_eq(got[999], [1000, 1000],
+                     f"{what}: the 999-byte blocks after the loop")
+
+
+def test_raw_handler_in_allocator():
+    raw_handler_case("raw handler in malloc, allocating", "malloc",
+                     "nojump")
+    raw_handler_case("raw handler in malloc, jumping out", "malloc", "jump")
+    raw_handler_case("raw handler in realloc, jumping out", "realloc",
+                     "jump")
+
+
+def test_exit_holding_lock():
+    nm = subprocess.run(["nm", LIB], stdout=subprocess.PIPE, text=True)
+    off = [ln.split()[0] for ln in nm.stdout.splitlines()
+           if ln.endswith(" hs_rec")]
+    check(off, f"no hs_rec symbol in {LIB}")
+    with Case("exit from a handler while the recorder holds its lock") as c:
+        cmd = [hprog("exitlock"), off[0]]
+        c.native(cmd, timeout=HANG)
+        c.record(cmd, timeout=HANG)
+        check_eq(c.n.rc, 0, "exitlock natively")
+        # 3: the handler found the lock held and exited; 0: it never did
+        check(c.r.rc in (0, 3), f"exitlock recorded: exit {c.r.rc}\n" +
+              c.r.describe())
+        (t,) = c.traces()
+        s = dump_stats(t)
+        check_eq(s.get("complete"), "yes", "exitlock: complete")
+        if c.r.rc == 3:
+            check("signal handler" in s.get("stopped", ""),
+                  f"exitlock: stopped {s.get('stopped')!r}")
+
+
+def test_huge_environment():
+    plain("hugeenv", what="huge environment")
+    plain("hugeenv", opts=["--no-follow"], what="huge environment, "
+          "--no-follow")
+
+
+def test_fork_keeps_fd700():
+    with Case("forkfd700") as c:
+        c.both([hprog("forkfd700")], timeout=HANG)
+        check_eq(c.n.out, b"child: fd 700 open, fd 701 open\n",
+                 "forkfd700 natively")
+        # the program replaced the trace's descriptor: stopped, honestly
+        c.stats(allow_unverified=True)
+
+
+def test_cancel_in_malloc():
+    plain("cancelalloc", what="cancellation, malloc")
+    plain("cancelalloc", "mark", what="cancellation, marks")
+    plain("cancelalloc", opts=["--unwind", "libunwind"],
+          what="cancellation, malloc, libunwind")
+
+
+def test_exit_on_small_altstack():
+    c = plain("altexit")
+    check_eq(c.n.rc, 3, "altexit natively")
+
+
+def test_static_descriptors():
+    with Case("static program's descriptors") as c:
+        c.both([hprog("lsfds-static")], timeout=HANG)
+
+
+if __name__ == "__main__":
+    cases({"abort-in-free": [test_abort_in_free],
+           "fork-then-signal": [test_fork_then_signal],
+           "fork-during-sigaction": [test_fork_during_sigaction],
+           "siginfo-ignored": [test_siginfo_ignored],
+           "sigaction-view": [test_sigaction_view],
+           "raw-handler-in-allocator": [test_raw_handler_in_allocator],
+           "exit-holding-lock": [test_exit_holding_lock],
+           "huge-environment": [test_huge_environment],
+           "fork-keeps-fd700": [test_fork_keeps_fd700],
+           "cancel-in-malloc": [test_cancel_in_malloc],
+           "exit-on-small-altstack": [test_exit_on_small_altstack],
+           "static-descriptors": [test_static_descriptors]})
