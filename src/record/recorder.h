@@ -98,7 +98,6 @@ struct recorder {
 	int finishing;     /* the image ends: the last chance to write */
 	int fail_kind;     /* FAIL_*: how recording stopped */
 	int on_at_fork;    /* recording when fork() was called */
-	char stop_reason[512]; /* why recording stopped, for the trace */
 	int stop;
 	uint32_t gen;
 	pid_t pid;
@@ -137,6 +136,7 @@ struct recorder {
 	uint64_t start_ns; /* CLOCK_MONOTONIC at start */
 	int argc;
 	char **argv;
+	char stop_reason[512]; /* why recording stopped, for the trace */
 };
 extern struct recorder hs_rec;
 
