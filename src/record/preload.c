@@ -159,15 +159,16 @@ static inline int ready(void)
 	return real.free != NULL;
 }
 
+/* The interposer's caller (realloc_common is told it). */
+#define CALLER __builtin_return_address(0)
+
 /* Runs the real call with the thread marked busy, then records (or, for
  * a nested call, hands it to rec_nested). */
 #define HOOK_BEGIN()                                                         \
 	struct tstate *t = &hs_thread;                                       \
 	enum hook_mode mode = hook_mode(t);                                  \
 	if (unlikely(mode == HOOK_INNER))                                    \
-		mode = from_allocator(__builtin_return_address(0))           \
-			       ? HOOK_PASS                                   \
-			       : HOOK_NESTED;                                \
+		mode = from_allocator(CALLER) ? HOOK_PASS : HOOK_NESTED;     \
 	if (mode != HOOK_PASS)                                               \
 	busy_enter(t)
 #define HOOK_END()                                                           \
@@ -178,7 +179,6 @@ static inline int ready(void)
 			errno = e_;                                          \
 		}                                                            \
 	} while (0)
-#define CALLER __builtin_return_address(0)
 /* The real function.  What it calls of the API itself (glibc's
  * reallocarray calls realloc) is its own business, never recorded; a
  * call made meanwhile from elsewhere is a signal handler's that could
@@ -259,8 +259,10 @@ EXPORT void *calloc(size_t n, size_t size)
 	REAL(fn == HS_FN_REALLOC ? real.realloc(old, size)                   \
 				 : real.reallocarray(old, n, size))
 
+#undef CALLER
+#define CALLER caller
 static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
-			    int overflow)
+			    int overflow, const void *caller)
 {
 	HOOK_BEGIN();
 	void *p, *real_;
@@ -289,6 +291,8 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 	HOOK_END();
 	return p;
 }
+#undef CALLER
+#define CALLER __builtin_return_address(0)
 
 static void *boot_realloc(void *old, size_t size)
 {
@@ -306,7 +310,8 @@ EXPORT void *realloc(void *old, size_t size)
 		return old ? NULL : boot_alloc(size);
 	if (unlikely(old && is_boot(old)))
 		return boot_realloc(old, size);
-	return realloc_common(HS_FN_REALLOC, old, 1, size, 0);
+	return realloc_common(HS_FN_REALLOC, old, 1, size, 0,
+			      __builtin_return_address(0));
 }
 
 EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -317,7 +322,8 @@ EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		return old || overflow ? NULL : boot_alloc(total);
 	if (unlikely(old && is_boot(old)))
 		return overflow ? NULL : boot_realloc(old, total);
-	return realloc_common(HS_FN_REALLOCARRAY, old, n, size, overflow);
+	return realloc_common(HS_FN_REALLOCARRAY, old, n, size, overflow,
+			      __builtin_return_address(0));
 }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)

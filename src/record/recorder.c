@@ -1141,8 +1141,15 @@ static void finish(unsigned reason, const char *exec_path)
 	/* static: this may run on a handler's small alternate stack */
 	static uint8_t end[END_MAX];
 	/* a vfork child shares our memory: it must not touch the trace */
-	if (!R->started || R->ended || getpid() != R->pid)
+	if (!R->started || getpid() != R->pid)
 		return;
+	if (R->ended) {
+		/* the writer wrote the stop chunk, or still is: the image must
+		 * not end under it */
+		if (R->failed)
+			writer_stop();
+		return;
+	}
 	busy_enter(t);
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
