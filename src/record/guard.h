@@ -1,8 +1,8 @@
 /* Per-thread marks shared by the recorder's modules, so that a call of
  * the allocation API made underneath recorder code is told apart:
  * internal: the recorder's own code is running and may allocate (dlsym,
- *           pthread_create, libunwind): nested calls are its own, never
- *           recorded;
+ *           pthread_create, libunwind): nested calls from those objects
+ *           are its own, never recorded (a signal handler's are);
  * real:     the real allocator runs under a hook: what it calls of the
  *           API is its own (glibc's reallocarray calls realloc), or a
  *           signal handler's, told apart by the caller's address;

@@ -103,9 +103,11 @@ static void resolve(void)
 	resolving = 0;
 }
 
-/* Where the real allocation functions are: up to a few objects (the
- * allocator, and libc for what it lacks) ... */
-#define ALLOC_OBJECTS 4
+/* The objects whose calls of the API, made while recorder code or the
+ * real allocator runs, are their own (never recorded): where the real
+ * allocation functions are (the allocator, and libc for what it
+ * lacks) ... */
+#define ALLOC_OBJECTS 12
 static struct {
 	uintptr_t lo, hi;
 } alloc_obj[ALLOC_OBJECTS];
@@ -126,6 +128,8 @@ static int note_object(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+static int note_system(struct dl_phdr_info *info, size_t size, void *data);
+
 /* ... and ours: a real function that tail-calls another of the API
  * (glibc's reallocarray jumps to realloc) leaves our call's return
  * address as the caller */
@@ -138,6 +142,28 @@ static void note_allocator(void)
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
 		if (fns[i])
 			dl_iterate_phdr(note_object, fns[i]);
+	dl_iterate_phdr(note_system, NULL);
+}
+
+/* ... and the libraries the recorder's own code calls into (libc, the
+ * loader, libunwind, zstd, the C++ runtime, for the operators).  A call
+ * from anywhere else is a signal handler's that could not wait. */
+static int note_system(struct dl_phdr_info *info, size_t size, void *data)
+{
+	static const char *const names[] = { "libc.so", "ld-linux",
+					     "libunwind", "libzstd",
+					     "libgcc_s", "libstdc++" };
+	(void)size, (void)data;
+	const char *base = strrchr(info->dlpi_name, '/');
+	base = base ? base + 1 : info->dlpi_name;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		uintptr_t lo, hi;
+		if (strncmp(base, names[i], strlen(names[i])))
+			continue;
+		unwind_module_range(info, &lo, &hi);
+		note_object(info, size, (void *)lo);
+	}
+	return 0;
 }
 
 static int from_allocator(const void *ra)
@@ -182,7 +208,8 @@ static inline int ready(void)
 /* The real function.  What it calls of the API itself (glibc's
  * reallocarray calls realloc) is its own business, never recorded; a
  * call made meanwhile from elsewhere is a signal handler's that could
- * not wait (hook_mode's HOOK_INNER, settled in HOOK_BEGIN). */
+ * not wait (hook_mode's HOOK_INNER, settled in HOOK_BEGIN by the
+ * caller's address, as for the recorder's own calls). */
 #define REAL(call) (hs_guard.real++, real_ = (call), hs_guard.real--, real_)
 
 static inline __attribute__((always_inline)) void

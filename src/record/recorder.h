@@ -194,9 +194,9 @@ enum hook_mode {
 	HOOK_RECORD, /* recorded */
 	HOOK_NESTED, /* made while the thread runs recorder code: see
 		      * rec_nested */
-	HOOK_INNER,  /* made while the real allocator runs under a hook: the
-		      * allocator's own call (PASS) when its caller is in the
-		      * allocator, else a nested one (preload.c) */
+	HOOK_INNER,  /* made while the real allocator or the recorder's own
+		      * calls (guard.h) run: theirs (PASS) when the caller is
+		      * in those objects, else a nested one (preload.c) */
 };
 
 void recorder_orphan(void);
@@ -210,9 +210,7 @@ static inline enum hook_mode hook_mode(const struct tstate *t)
 			recorder_orphan();
 		return HOOK_PASS;
 	}
-	if (hs_guard.internal)
-		return HOOK_PASS;
-	return hs_guard.real ? HOOK_INNER : HOOK_NESTED;
+	return hs_guard.internal || hs_guard.real ? HOOK_INNER : HOOK_NESTED;
 }
 
 void recorder_init(int argc, char **argv);
