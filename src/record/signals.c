@@ -232,8 +232,9 @@ EXPORT int sigaction(int sig, const struct sigaction *act,
 	return rc;
 }
 
-/* signal() as glibc's: BSD semantics */
-EXPORT sighandler_t signal(int sig, sighandler_t h)
+/* signal()'s family: h for sig with these flags, sig itself blocked in
+ * its handler or not; the old handler, or SIG_ERR */
+static sighandler_t install(int sig, sighandler_t h, int flags, int self)
 {
 	struct sigaction act, old;
 	if (h == SIG_ERR || sig <= 0 || sig >= NSIGS) {
@@ -243,11 +244,18 @@ EXPORT sighandler_t signal(int sig, sighandler_t h)
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = h;
 	sigemptyset(&act.sa_mask);
-	sigaddset(&act.sa_mask, sig);
-	act.sa_flags = SA_RESTART;
+	if (self)
+		sigaddset(&act.sa_mask, sig);
+	act.sa_flags = flags;
 	if (sigaction(sig, &act, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/* signal() as glibc's: BSD semantics */
+EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	return install(sig, h, SA_RESTART, 1);
 }
 
 EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
@@ -258,18 +266,7 @@ EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 /* System V semantics: one-shot, not blocked in its handler */
 EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 {
-	struct sigaction act, old;
-	if (h == SIG_ERR || sig <= 0 || sig >= NSIGS) {
-		errno = EINVAL;
-		return SIG_ERR;
-	}
-	memset(&act, 0, sizeof(act));
-	act.sa_handler = h;
-	sigemptyset(&act.sa_mask);
-	act.sa_flags = SA_RESETHAND | SA_NODEFER;
-	if (sigaction(sig, &act, &old) < 0)
-		return SIG_ERR;
-	return old.sa_handler;
+	return install(sig, h, SA_RESETHAND | SA_NODEFER, 0);
 }
 
 EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)

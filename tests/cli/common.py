@@ -7,6 +7,7 @@ Environment (set by tests/meson.build):
   HEAPSLOPE_LIB         recorder library; if unset, HEAPSLOPE_LIB_DEFAULT
   HEAPSLOPE_VICTIM_LIB  the small shared library for the dlopen test
 """
+import contextlib
 import os
 import re
 import resource
@@ -365,6 +366,25 @@ class Replay:
 
 def tmpdir():
     return tempfile.TemporaryDirectory(prefix="heapslope-test-")
+
+
+@contextlib.contextmanager
+def tmpfs(mnt, size="1m"):
+    """A tmpfs of that size mounted on mnt (needs root) while the block
+    runs: a disk that fills up."""
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
+                        "tmpfs", mnt], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    if m.returncode != 0:
+        fail(f"cannot mount a {size} tmpfs for the full-disk test (needs "
+             f"root): {m.stdout.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        u = subprocess.run(["umount", mnt], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        if u.returncode != 0:
+            subprocess.run(["umount", "-l", mnt])
 
 
 PREAMBLE = 16      # magic, format version, reserved, header length

@@ -8,7 +8,7 @@ import stat
 import subprocess
 
 from common import (HEAPSLOPE, check, check_eq, dump_stats, fail, main,
-                    prog, record, run, sanitizer_report, tmpdir)
+                    prog, record, run, sanitizer_report, tmpdir, tmpfs)
 
 
 def refused(r, what, marker):
@@ -91,13 +91,7 @@ def test_full_disk():
     with tmpdir() as d:
         mnt = os.path.join(d, "mnt")
         os.mkdir(mnt)
-        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs",
-                            mnt], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT)
-        if m.returncode != 0:
-            fail("cannot mount a 1 MiB tmpfs for the full-disk test (needs "
-                 f"root): {m.stdout.decode().strip()}")
-        try:
+        with tmpfs(mnt):
             # ~2.5 s, ~100 events per ms: several flushes fit, then not
             cmd = [prog("churn"), "200000", "7", "100"]
             native = run(cmd, cwd=d)
@@ -137,11 +131,6 @@ def test_full_disk():
             print(f"   full disk: {s.get('events')} events in "
                   f"{s.get('bytes')} bytes readable; dump exit {d_.rc}: "
                   f"{err.strip()}")
-        finally:
-            u = subprocess.run(["umount", mnt], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
-            if u.returncode != 0:
-                subprocess.run(["umount", "-l", mnt])
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 # HEAPSLOPE, run and tmpdir are for the test scripts
 from common import (ALLOC_RECS, HEAPSLOPE, LIB, WRITTEN, check,  # noqa: E402,F401
                     check_eq, dump_lines, dump_stats, fail, main, record,
-                    run, tmpdir)
+                    run, tmpdir, tmpfs)
 
 HOSTILE = os.environ.get("HEAPSLOPE_HOSTILE", "")
 LFALLOC = os.environ.get("HEAPSLOPE_LFALLOC", "")

@@ -14,7 +14,8 @@ import shutil
 import subprocess
 
 from hostile import (HANG, HEAPSLOPE, WRITTEN, Case, cases, check, check_eq,
-                     check_sized, dump_stats, fail, hprog, run, victim)
+                     check_sized, dump_stats, fail, hprog, run, tmpfs,
+                     victim)
 
 
 def check_nothing_recorded(c, reasons):
@@ -138,25 +139,12 @@ def dump_reason(c, path, reason):
 
 
 def test_full_disk():
-    with Case("full disk") as c:
-        mnt = c.dir("rec")
-        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs",
-                            mnt], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT)
-        if m.returncode != 0:
-            fail("cannot mount a 1 MiB tmpfs for the full-disk test (needs "
-                 f"root): {m.stdout.decode().strip()}")
-        try:
-            # ~2.5 s, ~100 events per ms: several flushes fit, then not
-            c.both([victim("churn"), "200000", "7", "100"], timeout=HANG)
-            check_eq(c.n.rc, 7, "churn natively: exit status")
-            dump_reason(c, os.path.join(mnt, "trace.hst"),
-                        r"no space|ENOSPC|full")
-        finally:
-            u = subprocess.run(["umount", mnt], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT)
-            if u.returncode != 0:
-                subprocess.run(["umount", "-l", mnt])
+    with Case("full disk") as c, tmpfs(c.dir("rec")) as mnt:
+        # ~2.5 s, ~100 events per ms: several flushes fit, then not
+        c.both([victim("churn"), "200000", "7", "100"], timeout=HANG)
+        check_eq(c.n.rc, 7, "churn natively: exit status")
+        dump_reason(c, os.path.join(mnt, "trace.hst"),
+                    r"no space|ENOSPC|full")
 
 
 def test_closed_descriptor():
