@@ -882,8 +882,6 @@ int cmd_record(int argc, char **argv)
 		rc = msg.stage == STAGE_EXEC ? 127 : 1;
 		goto out;
 	}
-	if (!o.output && !root[0])
-		default_name(prog, child_pid, root, sizeof(root));
 	/* the child's exit wakes the loop at once (a pidfd), reports as they
 	 * come; without pidfds, every 100 ms */
 	pidfd = (int)syscall(SYS_pidfd_open, child_pid, 0);

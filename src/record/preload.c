@@ -5,7 +5,6 @@
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -105,50 +104,42 @@ static void resolve(void)
 
 /* The objects whose calls of the API, made while recorder code or the
  * real allocator runs, are their own (never recorded): where the real
- * allocation functions are (the allocator, and libc for what it
- * lacks) ... */
-#define ALLOC_OBJECTS 12
+ * allocation functions are (the allocator, and libc for what it lacks),
+ * ours (a real function that tail-calls another of the API, as glibc's
+ * reallocarray jumps to realloc, leaves our call's return address as the
+ * caller), and the libraries the recorder's own code calls into (libc,
+ * the loader, libunwind, zstd, the C++ runtime, for the operators).  A
+ * call from anywhere else is a signal handler's that could not wait. */
+#define OWN_OBJECTS 12
 static struct {
 	uintptr_t lo, hi;
-} alloc_obj[ALLOC_OBJECTS];
-static int n_alloc_obj;
+} own_obj[OWN_OBJECTS];
+static int n_own_obj;
 
-static int note_object(struct dl_phdr_info *info, size_t size, void *data)
+static void add_own(const struct dl_phdr_info *info)
 {
-	(void)size;
+	uintptr_t lo, hi;
+	unwind_module_range(info, &lo, &hi);
+	for (int i = 0; i < n_own_obj; i++)
+		if (own_obj[i].lo == lo)
+			return;
+	if (n_own_obj < OWN_OBJECTS)
+		own_obj[n_own_obj++] = (typeof(own_obj[0])){ lo, hi };
+}
+
+/* data: an address; adds the object that holds it */
+static int own_holding(struct dl_phdr_info *info, size_t size, void *data)
+{
 	uintptr_t a = (uintptr_t)data, lo, hi;
+	(void)size;
 	unwind_module_range(info, &lo, &hi);
 	if (a < lo || a >= hi)
 		return 0;
-	for (int i = 0; i < n_alloc_obj; i++)
-		if (alloc_obj[i].lo == lo)
-			return 1;
-	if (n_alloc_obj < ALLOC_OBJECTS)
-		alloc_obj[n_alloc_obj++] = (typeof(alloc_obj[0])){ lo, hi };
+	add_own(info);
 	return 1;
 }
 
-static int note_system(struct dl_phdr_info *info, size_t size, void *data);
-
-/* ... and ours: a real function that tail-calls another of the API
- * (glibc's reallocarray jumps to realloc) leaves our call's return
- * address as the caller */
-static void note_allocator(void)
-{
-	void *fns[] = { (void *)note_allocator, real.malloc, real.free,
-			real.calloc, real.realloc, real.reallocarray,
-			real.posix_memalign, real.aligned_alloc,
-			real.memalign };
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (fns[i])
-			dl_iterate_phdr(note_object, fns[i]);
-	dl_iterate_phdr(note_system, NULL);
-}
-
-/* ... and the libraries the recorder's own code calls into (libc, the
- * loader, libunwind, zstd, the C++ runtime, for the operators).  A call
- * from anywhere else is a signal handler's that could not wait. */
-static int note_system(struct dl_phdr_info *info, size_t size, void *data)
+static int own_library(struct dl_phdr_info *info, size_t size, void *data)
 {
 	static const char *const names[] = { "libc.so", "ld-linux",
 					     "libunwind", "libzstd",
@@ -156,21 +147,29 @@ static int note_system(struct dl_phdr_info *info, size_t size, void *data)
 	(void)size, (void)data;
 	const char *base = strrchr(info->dlpi_name, '/');
 	base = base ? base + 1 : info->dlpi_name;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		uintptr_t lo, hi;
-		if (strncmp(base, names[i], strlen(names[i])))
-			continue;
-		unwind_module_range(info, &lo, &hi);
-		note_object(info, size, (void *)lo);
-	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(base, names[i], strlen(names[i])))
+			add_own(info);
 	return 0;
 }
 
-static int from_allocator(const void *ra)
+static void note_own_objects(void)
 {
-	for (int i = 0; i < n_alloc_obj; i++)
-		if ((uintptr_t)ra - alloc_obj[i].lo <
-		    alloc_obj[i].hi - alloc_obj[i].lo)
+	void *fns[] = { (void *)note_own_objects, real.malloc, real.free,
+			real.calloc, real.realloc, real.reallocarray,
+			real.posix_memalign, real.aligned_alloc,
+			real.memalign };
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+		if (fns[i])
+			dl_iterate_phdr(own_holding, fns[i]);
+	dl_iterate_phdr(own_library, NULL);
+}
+
+static int own_caller(const void *ra)
+{
+	for (int i = 0; i < n_own_obj; i++)
+		if ((uintptr_t)ra - own_obj[i].lo <
+		    own_obj[i].hi - own_obj[i].lo)
 			return 1;
 	return 0;
 }
@@ -194,7 +193,7 @@ static inline int ready(void)
 	struct tstate *t = &hs_thread;                                       \
 	enum hook_mode mode = hook_mode(t);                                  \
 	if (unlikely(mode == HOOK_INNER))                                    \
-		mode = from_allocator(CALLER) ? HOOK_PASS : HOOK_NESTED;     \
+		mode = own_caller(CALLER) ? HOOK_PASS : HOOK_NESTED;         \
 	if (mode != HOOK_PASS)                                               \
 	busy_enter(t)
 #define HOOK_END()                                                           \
@@ -662,7 +661,6 @@ EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
  * numbers the program is about to open, and after the program closed
  * them and opened files there, write into those.  Pipes the recorder's
  * own code opens go to high descriptors instead, out of the way. */
-#define HIGH_FD 710
 EXPORT int pipe2(int fds[2], int flags)
 {
 	if (unlikely(!ready()) || !real.pipe2) {
@@ -672,13 +670,8 @@ EXPORT int pipe2(int fds[2], int flags)
 	int rc = real.pipe2(fds, flags);
 	if (rc || !hs_guard.internal)
 		return rc;
-	for (int i = 0; i < 2; i++) {
-		int high = fcntl(fds[i], F_DUPFD_CLOEXEC, HIGH_FD);
-		if (high >= 0) {
-			close(fds[i]);
-			fds[i] = high;
-		}
-	}
+	for (int i = 0; i < 2; i++)
+		fds[i] = fd_high(fds[i], HS_FD_HIGH + 10);
 	unwind_note_pipe(fds);
 	return 0;
 }
@@ -710,7 +703,7 @@ EXPORT void heapslope_mark(const char *label)
 __attribute__((constructor)) static void preload_init(int argc, char **argv)
 {
 	resolve();
-	note_allocator();
+	note_own_objects();
 	recorder_init(argc, argv);
 }
 

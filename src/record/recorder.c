@@ -308,16 +308,16 @@ static struct event realloc_event(unsigned fn, const void *old,
 
 /* ---- the lock, and nested calls set aside while it is held ---- */
 
-/* Lock held by this thread: writes its nested events kept aside, those
- * for which `first` says so (NULL: all). */
-static void side_flush(int (*first)(const struct side_event *, uintptr_t),
-		       uintptr_t arg, int *fresh)
+/* Lock held by this thread: writes its nested events kept aside; with
+ * `freed` not 0, only those that freed that block (they came before the
+ * realloc that took it again). */
+static void side_flush(uintptr_t freed, int *fresh)
 {
 	struct tstate *t = &hs_thread;
 	int keep = 0;
 	for (int i = 0; i < t->nside; i++) {
 		struct side_event *s = &t->side[i];
-		if (first && !first(s, arg)) {
+		if (freed && !(s->kind == HS_REC_FREE && s->ptr == freed)) {
 			t->side[keep++] = *s;
 			continue;
 		}
@@ -335,7 +335,7 @@ void rec_lock(void)
 static void unlock_slow(void)
 {
 	int fresh = 0;
-	side_flush(NULL, 0, &fresh);
+	side_flush(0, &fresh);
 	lock_give(&hs_rec.lock);
 	after_fresh_nodes(fresh);
 }
@@ -486,13 +486,6 @@ void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
 	rec_realloc_end(HS_FN_MREMAP, old, ptr, len, n, ips);
 }
 
-/* A nested call that freed the block a realloc then returned happened
- * before the realloc took it. */
-static int frees_result(const struct side_event *s, uintptr_t result)
-{
-	return s->kind == HS_REC_FREE && s->ptr == result;
-}
-
 /* What a realloc-like call did. */
 static struct event realloc_event(unsigned fn, const void *old,
 				  const void *ptr, size_t size)
@@ -526,7 +519,7 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 	struct event e = realloc_event(fn, old, ptr, size);
 	int fresh = 0;
 	if (__builtin_expect(hs_thread.nside != 0, 0) && ptr)
-		side_flush(frees_result, (uintptr_t)ptr, &fresh);
+		side_flush((uintptr_t)ptr, &fresh);
 	put_event(&e, ips, n, NULL, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
@@ -700,6 +693,33 @@ static int open_output(void)
 	return 0;
 }
 
+int fd_is(int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev &&
+	       st.st_ino == ino;
+}
+
+/* Whether fd still names this process's trace. */
+static int is_trace(int fd)
+{
+	return fd_is(fd, hs_rec.dev, hs_rec.ino);
+}
+
+/* The descriptor HEAPSLOPE_FD names, when it proves itself: this very
+ * process, and on that descriptor the very file record opened; else -1. */
+static int token_fd(void)
+{
+	int fd;
+	long pid;
+	unsigned long long dev, ino;
+	if (sscanf(env.fd_token, "%d:%ld:%llu:%llu", &fd, &pid, &dev, &ino) !=
+		    4 ||
+	    pid != (long)getpid() || !fd_is(fd, (dev_t)dev, (ino_t)ino))
+		return -1;
+	return fd;
+}
+
 /* The first image of `heapslope record` gets its trace already opened, on
  * the descriptor the token names.  The token is inherited by every
  * process below (bash keeps exporting it whatever unsetenv does), so it
@@ -708,15 +728,8 @@ static int open_output(void)
 static int adopt_output(void)
 {
 	struct recorder *R = &hs_rec;
-	int fd;
-	long pid;
-	unsigned long long dev, ino;
-	struct stat st;
-	if (sscanf(env.fd_token, "%d:%ld:%llu:%llu", &fd, &pid, &dev, &ino) !=
-		    4 ||
-	    pid != (long)getpid() || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_dev != (dev_t)dev || st.st_ino != (ino_t)ino ||
-	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+	int fd = token_fd();
+	if (fd < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return open_output();
 	R->fd = fd;
 	snprintf(R->path, sizeof(R->path), "%s",
@@ -729,14 +742,8 @@ static int adopt_output(void)
  * program's to keep. */
 static void drop_token(void)
 {
-	int fd;
-	long pid;
-	unsigned long long dev, ino;
-	struct stat st;
-	if (sscanf(env.fd_token, "%d:%ld:%llu:%llu", &fd, &pid, &dev, &ino) ==
-		    4 &&
-	    pid == (long)getpid() && fstat(fd, &st) == 0 &&
-	    st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino)
+	int fd = token_fd();
+	if (fd >= 0)
 		close(fd);
 }
 
@@ -832,17 +839,9 @@ static int write_header(unsigned options)
 		return -1;
 	}
 	/* `heapslope record` says it next to the trace's name */
-	if (owner && !*env.report) {
-		char msg[4300];
-		int m = snprintf(msg, sizeof(msg),
-				 "heapslope: %s defines its own malloc: "
-				 "allocations made through it cannot be "
-				 "recorded\n", owner);
-		if (m > 0)
-			(void)!write(2, msg, (size_t)m < sizeof(msg)
-						     ? (size_t)m
-						     : sizeof(msg) - 1);
-	}
+	if (owner && !*env.report)
+		hs_say("heapslope: %s defines its own malloc: allocations made "
+		       "through it cannot be recorded", owner);
 	return 0;
 }
 
@@ -856,10 +855,10 @@ static void start_clock(void)
 	hs_rec.last_flush_ns = 0;
 }
 
-int fd_high(int fd)
+int fd_high(int fd, int from)
 {
 	struct rlimit rl;
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, HS_FD_HIGH);
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, from);
 	/* a limit at or below 700: as high as it allows */
 	if (high < 0 && errno == EINVAL &&
 	    getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 + 16)
@@ -876,7 +875,7 @@ static int keep_output(void)
 {
 	struct recorder *R = &hs_rec;
 	struct stat st;
-	R->fd = fd_high(R->fd);
+	R->fd = fd_high(R->fd, HS_FD_HIGH);
 	if (fstat(R->fd, &st)) {
 		hs_fail_path("fstat", errno);
 		return -1;
@@ -884,19 +883,6 @@ static int keep_output(void)
 	R->dev = st.st_dev;
 	R->ino = st.st_ino;
 	return 0;
-}
-
-static void start_trace_file(unsigned options, int adopt);
-
-/* Starts a new trace in this process: file, header, modules, writer. */
-static void start_trace(unsigned options, int adopt)
-{
-	int cancel;
-	/* open, write, connect: cancellation points, in a forked child's
-	 * fork() */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	start_trace_file(options, adopt);
-	pthread_setcancelstate(cancel, NULL);
 }
 
 static void start_trace_file(unsigned options, int adopt)
@@ -921,6 +907,17 @@ static void start_trace_file(unsigned options, int adopt)
 	internal_end();
 }
 
+/* Starts a new trace in this process: file, header, modules, writer. */
+static void start_trace(unsigned options, int adopt)
+{
+	int cancel;
+	/* open, write, connect: cancellation points, in a forked child's
+	 * fork() */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	start_trace_file(options, adopt);
+	pthread_setcancelstate(cancel, NULL);
+}
+
 /* The page of what a child made without fork()'s handlers must not
  * inherit.  Without MADV_WIPEONFORK (Linux < 4.14) such a child is only
  * noticed when it would wait for its absent writer (reserve). */
@@ -936,25 +933,27 @@ static void live_map(void)
 /* A process made without fork()'s handlers (_Fork, clone, a raw system
  * call) found on its first call: recording stays off here, and the
  * parent's descriptors are let go.  Programs it executes are recorded. */
-void recorder_orphan(void)
+/* In a new process: the parent's trace and statm are never ours to
+ * write or read; but the program may have put files of its own on those
+ * numbers. */
+static void drop_parent_files(void)
 {
 	struct recorder *R = &hs_rec;
-	struct stat st;
-	if (!__atomic_exchange_n(&R->started, 0, __ATOMIC_RELAXED))
-		return;
-	hs_thread.tid = 0; /* the parent's */
-	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
-	    st.st_ino == R->ino)
+	if (is_trace(R->fd))
 		close(R->fd);
 	R->fd = -1;
 	statm_close();
-	char msg[200];
-	int n = snprintf(msg, sizeof(msg),
-			 "heapslope: process %d was made without fork() "
-			 "(clone or _Fork): it is not recorded, programs it "
-			 "executes are\n", (int)getpid());
-	if (n > 0)
-		(void)!write(2, msg, (size_t)n);
+}
+
+void recorder_orphan(void)
+{
+	if (!__atomic_exchange_n(&hs_rec.started, 0, __ATOMIC_RELAXED))
+		return;
+	hs_thread.tid = 0; /* the parent's */
+	drop_parent_files();
+	hs_say("heapslope: process %d was made without fork() (clone or "
+	       "_Fork): it is not recorded, programs it executes are",
+	       (int)getpid());
 }
 
 /* Whether this image is the one `heapslope record` started, rather than a
@@ -1061,10 +1060,8 @@ static size_t encode_end(uint8_t *buf, unsigned reason, const char *exec_path)
 static int trace_fd(int *own)
 {
 	struct recorder *R = &hs_rec;
-	struct stat st;
 	*own = 0;
-	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
-	    st.st_ino == R->ino)
+	if (is_trace(R->fd))
 		return R->fd;
 	/* O_NONBLOCK: a FIFO put at the path must not hang us (the identity
 	 * check then refuses it); regular files ignore it */
@@ -1082,8 +1079,7 @@ static int trace_fd(int *own)
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
-	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != R->dev ||
-			st.st_ino != R->ino)) {
+	if (fd >= 0 && !is_trace(fd)) {
 		close(fd);
 		return -1;
 	}
@@ -1296,15 +1292,8 @@ void recorder_fork_child(void)
 	enc_reset(&R->enc);
 	int was_on = R->on_at_fork && !t->fork_nested;
 	hs_live->on = 0; /* wiped already, unless madvise failed */
-	/* the parent's trace: never ours to write; but the program may
-	 * have put a file of its own on that number */
-	struct stat st;
-	if (R->fd >= 0 && fstat(R->fd, &st) == 0 && st.st_dev == R->dev &&
-	    st.st_ino == R->ino)
-		close(R->fd);
-	R->fd = -1;
+	drop_parent_files();
 	R->started = 0;
-	statm_close(); /* the parent's statm */
 	if (!was_on || !R->follow)
 		goto out;
 	R->gen++;

@@ -264,10 +264,13 @@ void rec_modules_changed(void);
 void rec_lock(void);
 void rec_unlock(void);
 
-/* fd, moved to a descriptor out of the program's way (HS_FD_HIGH and
- * up, close-on-exec), or left where it is if none can be had. */
+/* fd, moved to a descriptor out of the program's way (from `from` up,
+ * HS_FD_HIGH for the trace and statm; close-on-exec), or left where it
+ * is if none can be had. */
 #define HS_FD_HIGH 700
-int fd_high(int fd);
+int fd_high(int fd, int from);
+/* Whether fd is open on the file (dev, ino). */
+int fd_is(int fd, dev_t dev, ino_t ino);
 
 /* writer.c */
 int writer_start(void);
@@ -294,6 +297,8 @@ void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
 int wait_idle(void);
 /* With the lock held: writes everything buffered, then extra bytes. */
 int flush_sync(const uint8_t *extra, size_t n);
+/* One line (a newline is added) on standard error, by write(2). */
+void hs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hs_fail(const char *what, int err);
 /* Lock held, after a failure: the trace's last chunk says why. */
 void write_stop(void);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,21 @@ uint64_t now_ns(void)
 	       hs_rec.start_ns;
 }
 
+void hs_say(const char *fmt, ...)
+{
+	char msg[4400];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	(void)!write(2, msg, (size_t)n);
+}
+
 void hs_fail(const char *what, int err)
 {
 	if (__atomic_exchange_n(&hs_rec.failed, 1, __ATOMIC_SEQ_CST))
@@ -33,13 +49,8 @@ void hs_fail(const char *what, int err)
 	/* the trace's own last words (write_stop) */
 	snprintf(hs_rec.stop_reason, sizeof(hs_rec.stop_reason), "%s%s%s",
 		 what, err ? ": " : "", err ? strerror(err) : "");
-	char msg[600];
-	int n = snprintf(msg, sizeof(msg),
-			 "heapslope: recording stopped: %s (the program "
-			 "continues)\n", hs_rec.stop_reason);
-	if (n > 0)
-		(void)!write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n
-							    : sizeof(msg) - 1);
+	hs_say("heapslope: recording stopped: %s (the program continues)",
+	       hs_rec.stop_reason);
 	event_signal(&hs_rec.space, 1);
 	event_signal(&hs_rec.wake_writer, 1);
 }
@@ -95,9 +106,7 @@ int write_chunk(const uint8_t *src, size_t n)
 		hs_fail("zstd compression failed", 0);
 		return -1;
 	}
-	struct stat st;
-	if (fstat(hs_rec.fd, &st) || st.st_dev != hs_rec.dev ||
-	    st.st_ino != hs_rec.ino) {
+	if (!fd_is(hs_rec.fd, hs_rec.dev, hs_rec.ino)) {
 		/* the program closed our descriptor (and may have reused its
 		 * number for a file of its own): never write there.  What is
 		 * buffered is written at the end (write_stop) */
@@ -238,9 +247,7 @@ static hs_lock statm_lock; /* taken to open it, and across fork */
 
 static int statm_ours(int fd)
 {
-	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == statm_dev &&
-	       st.st_ino == statm_ino;
+	return fd_is(fd, statm_dev, statm_ino);
 }
 
 void statm_open(void)
@@ -252,7 +259,7 @@ void statm_open(void)
 		int fd = open("/proc/self/statm",
 			      O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd >= 0) {
-			fd = fd_high(fd);
+			fd = fd_high(fd, HS_FD_HIGH);
 			struct stat st;
 			if (fstat(fd, &st) == 0) {
 				statm_dev = st.st_dev;
