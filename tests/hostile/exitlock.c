@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "rawsig.h"
 #include "sink.h"
 
 static volatile int *lockw;
@@ -30,9 +31,6 @@ static void on_tick(int sig)
 	(void)sig;
 	if (lockw && (*lockw & ~0x40000000) == mytid) _exit(3);
 }
-void rst(void);
-__asm__(".text\n.type rst,@function\nrst:\n\tmov $15, %eax\n\tsyscall\n");
-struct ksa { void *h; unsigned long flags; void (*r)(void); uint64_t mask; };
 int main(int argc, char **argv)
 {
 	if (argc != 2)
@@ -40,8 +38,8 @@ int main(int argc, char **argv)
 	off = strtoul(argv[1], NULL, 16);
 	dl_iterate_phdr(find, NULL);
 	mytid = gettid();
-	struct ksa k = { (void *)on_tick, 0x04000000 | SA_RESTART, rst, 0 };
-	if (syscall(SYS_rt_sigaction, SIGALRM, &k, NULL, 8)) return 77;
+	if (raw_sigaction(SIGALRM, (void *)on_tick, SA_RESTART))
+		return 77;
 	struct itimerval it = { { 0, 50 }, { 0, 50 } };
 	setitimer(ITIMER_REAL, &it, NULL);
 	for (long n = 0; n < 2000000; n++) { void *p = malloc(777); sink(p); free(p); }

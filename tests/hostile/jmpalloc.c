@@ -18,6 +18,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "rawsig.h"
 #include "sink.h"
 
 static sigjmp_buf env;
@@ -48,9 +49,6 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
 	free(p);
 	if (dojump && !jumped) { jumped = 1; siglongjmp(env, 1); }
 }
-void rst(void);
-__asm__(".text\n.type rst,@function\nrst:\n\tmov $15, %eax\n\tsyscall\n");
-struct ksa { void *h; unsigned long flags; void (*r)(void); uint64_t mask; };
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -59,8 +57,8 @@ int main(int argc, char **argv)
 	dojump = !strcmp(argv[2], "jump");
 	dl_iterate_phdr(find, NULL);
 	if (!hi) { fprintf(stderr, "no lfalloc\n"); return 2; }
-	struct ksa k = { (void *)on_tick, 0x04000000 | SA_RESTART | SA_SIGINFO, rst, 0 };
-	if (syscall(SYS_rt_sigaction, SIGALRM, &k, NULL, 8)) return 77;
+	if (raw_sigaction(SIGALRM, (void *)on_tick, SA_RESTART | SA_SIGINFO))
+		return 77;
 	struct itimerval it = { { 0, 50 }, { 0, 50 } };
 	setitimer(ITIMER_REAL, &it, NULL);
 	sigsetjmp(env, 1);

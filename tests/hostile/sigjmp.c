@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "pairs.h"
+#include "rawsig.h"
 
 static sigjmp_buf env;
 static volatile sig_atomic_t armed;
@@ -41,36 +42,14 @@ static void on_tick(int sig)
 	}
 }
 
+static int install_raw(void)
+{
 #if defined(__x86_64__)
-/* what the kernel returns to after the handler: rt_sigreturn */
-void sigjmp_restorer(void);
-__asm__(".text\n"
-	".type sigjmp_restorer,@function\n"
-	"sigjmp_restorer:\n"
-	"\tmov $15, %eax\n"
-	"\tsyscall\n"
-	".size sigjmp_restorer,.-sigjmp_restorer\n");
-
-struct kernel_sigaction {
-	void (*handler)(int);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
-static int install_raw(void)
-{
-	struct kernel_sigaction ksa = { on_tick, 0x04000000 /* SA_RESTORER */
-						 | SA_RESTART,
-					sigjmp_restorer, 0 };
-	return (int)syscall(SYS_rt_sigaction, SIGALRM, &ksa, NULL, 8);
-}
+	return raw_sigaction(SIGALRM, (void *)on_tick, SA_RESTART);
 #else
-static int install_raw(void)
-{
 	return -1;
-}
 #endif
+}
 
 int main(int argc, char **argv)
 {
