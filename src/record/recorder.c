@@ -710,14 +710,22 @@ static int is_trace(int fd)
  * process, and on that descriptor the very file record opened; else -1. */
 static int token_fd(void)
 {
-	int fd;
-	long pid;
-	unsigned long long dev, ino;
-	if (sscanf(env.fd_token, "%d:%ld:%llu:%llu", &fd, &pid, &dev, &ino) !=
-		    4 ||
-	    pid != (long)getpid() || !fd_is(fd, (dev_t)dev, (ino_t)ino))
+	/* fd:pid:dev:ino; no sscanf in the recorder (see take_sample) */
+	unsigned long long v[4];
+	const char *s = env.fd_token;
+	for (int i = 0; i < 4; i++) {
+		char *end;
+		if (*s < '0' || *s > '9')
+			return -1;
+		v[i] = strtoull(s, &end, 10);
+		if (*end != (i < 3 ? ':' : 0))
+			return -1;
+		s = end + (i < 3);
+	}
+	if (v[0] > INT_MAX || v[1] != (unsigned long long)getpid() ||
+	    !fd_is((int)v[0], (dev_t)v[2], (ino_t)v[3]))
 		return -1;
-	return fd;
+	return (int)v[0];
 }
 
 /* The first image of `heapslope record` gets its trace already opened, on

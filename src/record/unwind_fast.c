@@ -22,6 +22,7 @@
 #include "unwind_fast.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #include "../format/rmem.h"
@@ -185,22 +186,29 @@ static void bounds(struct shadow *sh)
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
+	sigset_t all, mask;
 	if (hs_guard.getattr)
 		return;
 	sh->bad = 1;
+	/* no handler may leave it by longjmp: glibc's sscanf of the maps
+	 * would run its cleanup on a stream without a lock, and crash;
+	 * the descriptor lock would stay held */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &mask);
 	internal_begin();
 	int rc = pthread_getattr_np(pthread_self(), &a);
 	internal_end();
-	if (rc != 0)
-		return;
-	if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-		sh->lo = (uintptr_t)addr;
-		sh->hi = (uintptr_t)addr + size;
-		sh->bad = 0;
+	if (rc == 0) {
+		if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+			sh->lo = (uintptr_t)addr;
+			sh->hi = (uintptr_t)addr + size;
+			sh->bad = 0;
+		}
+		internal_begin();
+		pthread_attr_destroy(&a);
+		internal_end();
 	}
-	internal_begin();
-	pthread_attr_destroy(&a);
-	internal_end();
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 }
 
 /* One walk.  Reads are allowed in [lo, lo + span]; lo is the first slot

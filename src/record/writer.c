@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -322,9 +323,14 @@ int take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
 	*rss = 0;
 	ssize_t n = statm_read(buf, sizeof(buf) - 1);
 	if (n > 0) {
-		unsigned long size = 0, resident = 0;
+		/* strtoul, not sscanf: glibc's scanf registers a cleanup
+		 * that a handler's longjmp out of it runs on a string
+		 * stream without a lock, and crashes */
+		char *end, *at;
 		buf[n] = 0;
-		ok = sscanf(buf, "%lu %lu", &size, &resident) == 2;
+		strtoul(buf, &end, 10);
+		unsigned long resident = strtoul(end, &at, 10);
+		ok = end != buf && at != end;
 		*rss = (uint64_t)resident * (uint64_t)getpagesize();
 	}
 	/* the end of the brk heap: what glibc keeps at its top shows.  The

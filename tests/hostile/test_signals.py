@@ -106,9 +106,27 @@ def test_siglongjmp_raw():
     sigjmp_case("raw")
 
 
+def test_bounds_masked():
+    """The fast unwinder asks pthread_getattr_np for a thread's stack
+    bounds with every signal blocked: glibc reads the main thread's from
+    /proc/self/maps with sscanf, whose cleanup a raw handler's siglongjmp
+    ran on a string stream without a lock (a crash in 5% of the runs of
+    siglongjmp-raw).  The program's own pthread_getattr_np, which the
+    recorder's call reaches, notes the mask at each call."""
+    with Case("bounds-masked") as c:
+        c.both([hprog("getattrmask"), "2000", "@SIDE@/counts"])
+        c.stats()
+        k = read_counts(c.side("rec", "counts"))
+        print(f"   recorded: {k}")
+        check(k["calls"] >= 2, f"the recorder asked for the bounds of the "
+              f"two threads {k['calls']} times")
+        check_eq(k["unmasked"], 0, "calls with SIGALRM not blocked")
+
+
 if __name__ == "__main__":
     cases({"sigalloc-lfalloc": [test_handler_allocates_lfalloc],
            "sigalloc-glibc": [test_handler_allocates_glibc],
            "siglongjmp": [test_siglongjmp],
            "siglongjmp-raw": [test_siglongjmp_raw],
+           "bounds-masked": [test_bounds_masked],
            "sigprof": [test_sigprof_quiet_handler]})
