@@ -4,18 +4,21 @@ recorded: 1000 std::async threads allocating, thread_local destructors
 that allocate, exit() racing allocating threads, fork from 4 threads at
 once, vfork + exec / posix_spawn / system(), close_range over the
 recorder's descriptors, and SIGKILL of the recorded program at random
-moments (record exits 137, the trace reads up to its last flush).
+moments (record exits 137, the trace reads up to its last flush; a
+kill inside the write of a chunk leaves it cut there: dump says so,
+analyze reads up to it).
 (SIGPROF at 100 us is in test_signals.py, the full disk in
 test_silent.py.)"""
 import os
 import random
+import re
 import signal
 import subprocess
 import time
 
 from hostile import (HANG, HEAPSLOPE, Case, cases, check, check_blocks_each,
-                     check_eq, check_sized, dump_stats, fail, hprog, tmpdir,
-                     victim)
+                     check_eq, check_sized, dump_stats, fail, hprog, run,
+                     tmpdir, victim)
 
 
 def test_async_1000():
@@ -122,10 +125,25 @@ def test_sigkill_random():
             what = f"{os.path.basename(cmd[0])} killed after {delay:.3f} s"
             check_eq(p.returncode, 128 + signal.SIGKILL,
                      f"{what}: record's exit status (stderr {err[-500:]!r})")
-            # dump_stats fails on a crash or a non-zero exit
-            s = dump_stats(os.path.join(d, "trace.hst"))
-            check("incomplete" in s["_stderr"],
-                  f"{what}: dump's stderr: {s['_stderr'].strip()!r}")
+            path = os.path.join(d, "trace.hst")
+            s = dump_stats(path, allow_error=True)
+            if s["_rc"]:
+                # killed inside the write of a chunk: dump, strict, says
+                # where the file ends; analyze reads up to that chunk
+                size = os.path.getsize(path)
+                check(re.search(r"truncated trace: partial frame( header)? "
+                                r"at byte \d+$", s["_stderr"].strip()),
+                      f"{what}: dump's error: {s['_stderr'].strip()!r}")
+                at = int(s["_stderr"].split()[-1])
+                check(at < size, f"{what}: cut chunk at {at}, file {size}")
+                r = run([HEAPSLOPE, "analyze", path], timeout=HANG)
+                check_eq(r.rc, 0, f"{what}, cut in its last chunk: "
+                         f"analyze's exit status ({r.describe()})")
+                check(b"cut inside a frame" in r.err,
+                      f"{what}: analyze's stderr {r.err!r}")
+            else:
+                check("incomplete" in s["_stderr"],
+                      f"{what}: dump's stderr: {s['_stderr'].strip()!r}")
             check_eq(s.get("complete"), "no", f"{what}: complete")
             print(f"   {what}: {s.get('events')} events readable")
 
