@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "format/error.h"
 #include "format/reader.h"
+#include "format/records.h"
 
 struct dump_opts {
 	int stats;
@@ -103,23 +104,6 @@ static void count(struct stats *s, const struct hs_record *r)
 		s->last_time = r->time_ns;
 }
 
-static const char *end_reasons[] = { "exit", "exec", "_exit", "error" };
-
-static void print_str(const char *s, size_t n)
-{
-	putchar('"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\x%02x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void print_header(const struct hs_header *h)
 {
 	printf("# heapslope trace, format version %u, recorder %s\n",
@@ -136,7 +120,7 @@ static void print_header(const struct hs_header *h)
 	       h->allocator ? h->allocator : "?", h->heap_start);
 	for (int i = 0; i < h->argc; i++) {
 		putchar(' ');
-		print_str(h->argv[i], strlen(h->argv[i]));
+		hs_print_str(stdout, h->argv[i], strlen(h->argv[i]));
 	}
 	putchar('\n');
 }
@@ -144,101 +128,7 @@ static void print_header(const struct hs_header *h)
 static void print_record(const struct hs_record *r)
 {
 	printf("%.6f %" PRIu64 " ", r->time_ns / 1e9, r->tid);
-	switch (r->kind) {
-	case HS_REC_ALLOC:
-		printf("%s ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%" PRIu64,
-		       hs_fn_name(r->fn), r->ptr, r->size, r->stack);
-		break;
-	case HS_REC_FREE:
-		printf("%s ptr=0x%" PRIx64,
-		       r->fn == HS_FN_REALLOC || r->fn == HS_FN_REALLOCARRAY
-			       ? "realloc-free" : hs_fn_name(r->fn),
-		       r->ptr);
-		break;
-	case HS_REC_REALLOC:
-		printf("%s old=0x%" PRIx64 " ptr=0x%" PRIx64 " size=%" PRIu64
-		       " stack=%" PRIu64, hs_fn_name(r->fn), r->old_ptr,
-		       r->ptr, r->size, r->stack);
-		break;
-	case HS_REC_FAIL:
-		printf("failed %s size=%" PRIu64 " stack=%" PRIu64,
-		       hs_fn_name(r->fn), r->size, r->stack);
-		break;
-	case HS_REC_MUNMAP:
-		printf("munmap ptr=0x%" PRIx64 " size=%" PRIu64, r->ptr,
-		       r->size);
-		break;
-	case HS_REC_STACK:
-		printf("stack id=%" PRIu64 " parent=%" PRIu64 " ip=0x%" PRIx64,
-		       r->id, r->parent, r->ip);
-		break;
-	case HS_REC_MODULE:
-		printf("module base=0x%" PRIx64 " path=", r->base);
-		print_str(r->str, r->str_len);
-		printf(" build_id=");
-		for (size_t i = 0; i < r->build_id_len; i++)
-			printf("%02x", r->build_id[i]);
-		for (unsigned i = 0; i < r->nseg; i++)
-			printf(" seg=0x%" PRIx64 "+0x%" PRIx64 ":%c%c%c",
-			       r->segs[i].vaddr, r->segs[i].memsz,
-			       r->segs[i].flags & 4 ? 'r' : '-',
-			       r->segs[i].flags & 2 ? 'w' : '-',
-			       r->segs[i].flags & 1 ? 'x' : '-');
-		break;
-	case HS_REC_MODULE_GONE:
-		printf("module-gone base=0x%" PRIx64, r->base);
-		break;
-	case HS_REC_THREAD:
-		printf("thread tid=%" PRIu64, r->tid);
-		break;
-	case HS_REC_THREAD_NAME:
-		printf("thread-name tid=%" PRIu64 " name=", r->tid);
-		print_str(r->str, r->str_len);
-		break;
-	case HS_REC_SWITCH:
-		printf("switch tid=%" PRIu64, r->tid);
-		break;
-	case HS_REC_MARK:
-		printf("mark %s", r->mark_kind == HS_MARK_BATCH ? "batch"
-								 : "label=");
-		if (r->mark_kind != HS_MARK_BATCH)
-			print_str(r->str, r->str_len);
-		break;
-	case HS_REC_SAMPLE:
-		printf("sample rss=%" PRIu64, r->rss);
-		if (r->has_mallinfo)
-			printf(" arena=%" PRIu64 " ordblks=%" PRIu64
-			       " hblks=%" PRIu64 " hblkhd=%" PRIu64
-			       " uordblks=%" PRIu64 " fordblks=%" PRIu64
-			       " keepcost=%" PRIu64, r->mi_arena, r->mi_ordblks,
-			       r->mi_hblks, r->mi_hblkhd, r->mi_uordblks,
-			       r->mi_fordblks, r->mi_keepcost);
-		if (r->brk)
-			printf(" brk=0x%" PRIx64, r->brk);
-		break;
-	case HS_REC_TIME:
-		printf("time");
-		break;
-	case HS_REC_END:
-		printf("end reason=%s",
-		       r->end_reason < 4 ? end_reasons[r->end_reason] : "?");
-		for (int i = 0; i < HS_COUNT_MAX; i++)
-			printf(" %" PRIu64, r->counts[i]);
-		break;
-	case HS_REC_EXIT:
-		printf("exit status=0x%" PRIx64, r->wait_status);
-		break;
-	case HS_REC_EXEC:
-		printf("exec path=");
-		print_str(r->str, r->str_len);
-		break;
-	case HS_REC_STOP:
-		printf("stop reason=");
-		print_str(r->str, r->str_len);
-		break;
-	default:
-		printf("record 0x%02x", r->tag);
-	}
+	hs_rec_print(stdout, r);
 	putchar('\n');
 }
 
@@ -273,9 +163,7 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 		printf("unrecorded: %" PRIu64 "\n",
 		       s->end_counts[HS_COUNT_UNRECORDED]);
 	if (s->has_end) {
-		printf("end_reason: %s\n", s->end_reason < 4
-						   ? end_reasons[s->end_reason]
-						   : "?");
+		printf("end_reason: %s\n", hs_end_reason_name(s->end_reason));
 		/* the recorder's own counts must agree with what we read */
 		int agree = s->end_counts[HS_COUNT_EVENTS] == s->events &&
 			    s->end_counts[HS_COUNT_ALLOCATIONS] ==

@@ -2,11 +2,13 @@
 
 #include <string.h>
 
+#include "records.h"
 #include "trace_format.h"
 #include "varint.h"
 
-/* Where each field of a record goes. */
-enum { TAGS, SIZES, STACKS, PTRS, REST, NSTREAMS };
+/* The columns, named as records.h declares them. */
+enum { TAGS = HS_COL_TAGS, SIZES = HS_COL_SIZES, STACKS = HS_COL_STACKS,
+       PTRS = HS_COL_PTRS, NSTREAMS = HS_COLUMNS };
 
 struct cursor {
 	const uint8_t *p, *end;
@@ -72,81 +74,63 @@ static inline int copy_varint(struct cursor *in, struct sink *out)
 	return move_varint(in, out, NULL);
 }
 
-/* Walks one record's fields (tag already moved), moving each between the
- * row stream and its column.  encode: row -> columns; decode: columns ->
- * row.  The same walk serves both directions, so they cannot disagree. */
+/* Moves one field between the row stream and its column; v: the value
+ * read, for the counts and flags that say what follows. */
+static int move(const struct hs_field *f, struct cursor *row_in,
+		struct sink *row_out, struct cursor *cin, struct sink *cout,
+		int encode, uint64_t *v)
+{
+	if (f->type == HS_F_STR)
+		return encode ? move_str(row_in, &cout[f->column])
+			      : move_str(&cin[f->column], row_out);
+	return encode ? move_varint(row_in, &cout[f->column], v)
+		      : move_varint(&cin[f->column], row_out, v);
+}
+
+/* Walks one record's fields (tag already moved) as records.c describes
+ * them, moving each between the row stream and its column.  encode: row
+ * -> columns; decode: columns -> row.  The same walk serves both
+ * directions, so they cannot disagree. */
+static const struct hs_field newer = { .type = HS_F_UINT,
+				       .column = HS_COL_REST };
+
 static int walk(unsigned tag, struct cursor *row_in, struct sink *row_out,
 		struct cursor *cin, struct sink *cout, int encode)
 {
-#define F(stream)                                                            \
-	(encode ? move_varint(row_in, &cout[stream], NULL)                    \
-		: move_varint(&cin[stream], row_out, NULL))
-#define FV(stream, v)                                                        \
-	(encode ? move_varint(row_in, &cout[stream], v)                       \
-		: move_varint(&cin[stream], row_out, v))
-#define STR(stream)                                                          \
-	(encode ? move_str(row_in, &cout[stream])                             \
-		: move_str(&cin[stream], row_out))
-	uint64_t n;
-	unsigned kind = tag >= HS_REC_ALLOC ? HS_TAG_KIND(tag) : tag;
-	switch (kind) {
-	case HS_REC_ALLOC:
-		return F(SIZES) || F(STACKS) || F(PTRS);
-	case HS_REC_FREE:
-		return F(PTRS);
-	case HS_REC_REALLOC:
-		return F(PTRS) || F(PTRS) || F(SIZES) || F(STACKS);
-	case HS_REC_FAIL:
-		return F(SIZES) || F(STACKS);
-	case HS_REC_MUNMAP:
-		return F(PTRS) || F(SIZES);
-	case HS_REC_STACK:
-		return F(REST) || F(REST) || F(REST);
-	case HS_REC_MODULE:
-		if (F(REST) || STR(REST) || STR(REST) || FV(REST, &n))
-			return -1;
-		for (uint64_t i = 0; i < n; i++)
-			if (F(REST) || F(REST) || F(REST) || F(REST))
-				return -1;
-		return 0;
-	case HS_REC_MODULE_GONE:
-	case HS_REC_THREAD:
-	case HS_REC_SWITCH:
-	case HS_REC_TIME:
-	case HS_REC_EXIT:
-		return F(REST);
-	case HS_REC_THREAD_NAME:
-		return F(REST) || STR(REST);
-	case HS_REC_MARK:
-		return F(REST) || F(REST) || STR(REST);
-	case HS_REC_SAMPLE:
-		if (F(REST) || F(REST) || FV(REST, &n))
-			return -1;
-		if (n & ~HS_SAMPLE_KNOWN)
-			return -1;
-		for (int i = 0; (n & HS_SAMPLE_MALLINFO) && i < HS_MALLINFO_FIELDS;
-		     i++)
-			if (F(REST))
-				return -1;
-		if ((n & HS_SAMPLE_BRK) && F(REST))
-			return -1;
-		return 0;
-	case HS_REC_END:
-		if (F(REST) || FV(REST, &n))
-			return -1;
-		for (uint64_t i = 0; i < n; i++)
-			if (F(REST))
-				return -1;
-		return 0;
-	case HS_REC_EXEC:
-	case HS_REC_STOP:
-		return STR(REST);
-	default:
+	const struct hs_rec_desc *d = hs_rec_desc(tag);
+	if (!d)
 		return -1;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct hs_field *f = &d->f[i];
+		uint64_t n;
+		if (move(f, row_in, row_out, cin, cout, encode, &n))
+			return -1;
+		if (f->type == HS_F_COUNT) {
+			for (uint64_t k = 0; k < n; k++)
+				for (unsigned j = 1; j <= f->group; j++)
+					if (move(&f[j], row_in, row_out, cin,
+						 cout, encode, NULL))
+						return -1;
+			i += f->group;
+		} else if (f->type == HS_F_FLAGS) {
+			const struct hs_field *g = f + 1;
+			for (unsigned b = 0; b < 64; b++) {
+				/* an unknown bit: one varint, in REST */
+				unsigned size = b < f->group ? f->sizes[b] : 1;
+				const struct hs_field *at =
+					b < f->group ? g : &newer;
+				for (unsigned j = 0; (n >> b & 1) && j < size;
+				     j++)
+					if (move(&at[j], row_in, row_out, cin,
+						 cout, encode, NULL))
+						return -1;
+				if (b < f->group)
+					g += size;
+			}
+			i += (unsigned)(g - (f + 1));
+		}
 	}
-#undef F
-#undef FV
-#undef STR
+	return 0;
 }
 
 size_t columns_bound(size_t n)

@@ -20,3 +20,15 @@ const char *hs_fn_name(unsigned fn)
 {
 	return fn < HS_FN_COUNT ? fn_names[fn] : "unknown";
 }
+
+const char *const hs_end_reasons[HS_END_REASONS + 1] = {
+	[HS_END_EXIT] = "exit",
+	[HS_END_EXEC] = "exec",
+	[HS_END__EXIT] = "_exit",
+	[HS_END_ERROR] = "error",
+};
+
+const char *hs_end_reason_name(unsigned reason)
+{
+	return reason < HS_END_REASONS ? hs_end_reasons[reason] : "?";
+}

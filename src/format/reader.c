@@ -12,6 +12,7 @@
 #include "bigmem.h"
 #include "columns.h"
 #include "error.h"
+#include "records.h"
 #include "varint.h"
 
 /* One chunk read, decompressed and turned back into rows. */
@@ -54,9 +55,7 @@ struct hs_reader {
 	int truncated;
 	int done, done_rc;   /* the end or an error was reached */
 	char done_err[384];  /* ... and its message, for later calls */
-	/* delta state, reset at every chunk */
-	uint64_t prev_ptr;
-	uint64_t chunk_time; /* time deltas restart in every chunk */
+	struct hs_dec dec;   /* delta state, reset at every chunk */
 	uint64_t time_ns;    /* kept across chunks until a time field */
 	uint64_t tid;
 };
@@ -472,45 +471,10 @@ static int load_chunk(struct hs_reader *r)
 	r->chunks++;
 	r->p = c->rbuf;
 	r->end = c->rbuf + c->rows;
-	r->prev_ptr = 0;
-	r->chunk_time = 0;
+	memset(&r->dec, 0, sizeof(r->dec));
 	r->tid = 0;
 	return 1;
 }
-
-#define GET(v)                                                               \
-	do {                                                                 \
-		if (varint_get(&p, end, &(v)))                               \
-			goto corrupt;                                        \
-	} while (0)
-
-#define GET_PTR(v)                                                           \
-	do {                                                                 \
-		uint64_t z_;                                                 \
-		GET(z_);                                                     \
-		(v) = r->prev_ptr + (uint64_t)zigzag_decode(z_);             \
-		r->prev_ptr = (v);                                           \
-	} while (0)
-
-#define GET_TIME()                                                           \
-	do {                                                                 \
-		uint64_t z_;                                                 \
-		GET(z_);                                                     \
-		r->chunk_time += (uint64_t)zigzag_decode(z_);                \
-		r->time_ns = r->chunk_time;                                  \
-		rec->time_ns = r->time_ns;                                   \
-	} while (0)
-
-#define GET_STR(s, n)                                                        \
-	do {                                                                 \
-		uint64_t l_;                                                 \
-		GET(l_);                                                     \
-		if (l_ > (uint64_t)(end - p))                                \
-			goto corrupt;                                        \
-		(s) = (const void *)p;                                       \
-		(n) = l_;                                                    \
-		p += l_;                                                     \
-	} while (0)
 
 int reader_next(struct hs_reader *r, struct hs_record *rec)
 {
@@ -519,138 +483,30 @@ int reader_next(struct hs_reader *r, struct hs_record *rec)
 		if (rc <= 0)
 			return rc;
 	}
-	const uint8_t *p = r->p, *end = r->end;
+	const uint8_t *p = r->p;
 	unsigned tag = *p++;
+	const struct hs_rec_desc *d = hs_rec_desc(tag);
 	rec->tag = tag;
 	rec->kind = tag >= HS_REC_ALLOC ? HS_TAG_KIND(tag) : tag;
 	rec->fn = tag >= HS_REC_ALLOC ? HS_TAG_FN(tag) : 0;
 	rec->tid = r->tid;
 	rec->time_ns = r->time_ns;
-	switch (rec->kind) {
-	case HS_REC_ALLOC:
-		GET(rec->size);
-		GET(rec->stack);
-		GET_PTR(rec->ptr);
-		break;
-	case HS_REC_FREE:
-		GET_PTR(rec->ptr);
-		break;
-	case HS_REC_REALLOC:
-		GET_PTR(rec->old_ptr);
-		GET_PTR(rec->ptr);
-		GET(rec->size);
-		GET(rec->stack);
-		break;
-	case HS_REC_FAIL:
-		GET(rec->size);
-		GET(rec->stack);
-		break;
-	case HS_REC_MUNMAP:
-		GET_PTR(rec->ptr);
-		GET(rec->size);
-		break;
-	case HS_REC_STACK:
-		GET(rec->id);
-		GET(rec->parent);
-		GET(rec->ip);
-		break;
-	case HS_REC_MODULE: {
-		uint64_t nseg;
-		GET(rec->base);
-		GET_STR(rec->str, rec->str_len);
-		GET_STR(rec->build_id, rec->build_id_len);
-		GET(nseg);
-		rec->nseg = 0;
-		for (uint64_t i = 0; i < nseg; i++) {
-			struct hs_segment s;
-			GET(s.vaddr);
-			GET(s.memsz);
-			GET(s.offset);
-			GET(s.flags);
-			if (rec->nseg < HS_MAX_SEGS)
-				rec->segs[rec->nseg++] = s;
-		}
-		break;
-	}
-	case HS_REC_MODULE_GONE:
-		GET(rec->base);
-		break;
-	case HS_REC_THREAD:
-		GET(rec->tid);
-		break;
-	case HS_REC_THREAD_NAME:
-		GET(rec->tid);
-		GET_STR(rec->str, rec->str_len);
-		break;
-	case HS_REC_SWITCH:
-		GET(r->tid);
-		rec->tid = r->tid;
-		break;
-	case HS_REC_MARK: {
-		uint64_t k;
-		GET_TIME();
-		GET(k);
-		rec->mark_kind = (unsigned)k;
-		GET_STR(rec->str, rec->str_len);
-		break;
-	}
-	case HS_REC_SAMPLE: {
-		uint64_t has;
-		GET_TIME();
-		GET(rec->rss);
-		GET(has);
-		rec->has_mallinfo = (has & HS_SAMPLE_MALLINFO) != 0;
-		rec->brk = 0;
-		if (has & ~HS_SAMPLE_KNOWN)
-			goto corrupt; /* a newer writer's field */
-		if (has & HS_SAMPLE_MALLINFO) {
-			GET(rec->mi_arena);
-			GET(rec->mi_ordblks);
-			GET(rec->mi_hblks);
-			GET(rec->mi_hblkhd);
-			GET(rec->mi_uordblks);
-			GET(rec->mi_fordblks);
-			GET(rec->mi_keepcost);
-		}
-		if (has & HS_SAMPLE_BRK)
-			GET(rec->brk);
-		break;
-	}
-	case HS_REC_TIME:
-		GET_TIME();
-		break;
-	case HS_REC_END: {
-		uint64_t reason, n;
-		GET(reason);
-		GET(n);
-		rec->end_reason = (unsigned)reason;
-		memset(rec->counts, 0, sizeof(rec->counts));
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t v;
-			GET(v);
-			if (i < HS_COUNT_MAX)
-				rec->counts[i] = v;
-		}
-		break;
-	}
-	case HS_REC_EXIT:
-		GET(rec->wait_status);
-		break;
-	case HS_REC_EXEC:
-	case HS_REC_STOP:
-		GET_STR(rec->str, rec->str_len);
-		break;
-	default:
+	if (!d)
 		return hs_error("%s: corrupt trace: unknown record 0x%02x in "
 				"frame ending at byte %llu", r->path, tag,
 				(unsigned long long)r->offset);
-	}
+	if (hs_rec_decode(d, &r->dec, &p, r->end, rec))
+		return hs_error("%s: corrupt trace: bad record 0x%02x in frame "
+				"ending at byte %llu", r->path, tag,
+				(unsigned long long)r->offset);
+	if (r->dec.has_time)
+		r->time_ns = rec->time_ns;
+	if (rec->kind == HS_REC_SWITCH)
+		r->tid = rec->tid;
+	if (rec->kind == HS_REC_SAMPLE)
+		rec->has_mallinfo = (rec->flags & HS_SAMPLE_MALLINFO) != 0;
 	r->p = p;
 	return 1;
-corrupt:
-	return hs_error("%s: corrupt trace: bad record 0x%02x in frame ending "
-			"at byte %llu", r->path, tag,
-			(unsigned long long)r->offset);
 }
 
 /* One varint, the short ones unrolled; NULL when malformed. */
@@ -692,7 +548,7 @@ static inline const uint8_t *get_u64(const uint8_t *p, const uint8_t *end,
 size_t reader_events(struct hs_reader *r, struct hs_event *ev, size_t max)
 {
 	const uint8_t *p = r->p, *end = r->end;
-	uint64_t prev = r->prev_ptr;
+	uint64_t prev = r->dec.prev_ptr;
 	size_t n = 0;
 	while (n < max && p < end && *p >= HS_REC_ALLOC) {
 		const uint8_t *start = p;
@@ -738,7 +594,7 @@ stop:		/* malformed: left to reader_next, which reports it */
 	}
 out:
 	r->p = p;
-	r->prev_ptr = prev;
+	r->dec.prev_ptr = prev;
 	return n;
 }
 

@@ -51,6 +51,7 @@ struct hs_record {
 	unsigned mark_kind;
 	/* HS_REC_SAMPLE */
 	uint64_t rss;
+	uint64_t flags; /* HS_SAMPLE_* */
 	int has_mallinfo;
 	uint64_t mi_arena, mi_ordblks, mi_hblks, mi_hblkhd, mi_uordblks,
 		mi_fordblks, mi_keepcost;
@@ -59,6 +60,8 @@ struct hs_record {
 	unsigned end_reason;
 	uint64_t counts[HS_COUNT_MAX];
 	uint64_t wait_status;
+	/* HS_REC_EXT: its type; the payload is str, str_len */
+	uint64_t ext_type;
 };
 
 /* A heap event (kind >= HS_REC_ALLOC), as reader_events decodes it: the

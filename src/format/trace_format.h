@@ -73,6 +73,8 @@ enum hs_tag {
 	HS_REC_EXEC = 0x0c,    /* path(str): the process is about to exec */
 	HS_REC_STOP = 0x0d,    /* reason(str): recording stopped early, on an
 	                        * error; an END record follows if it can */
+	HS_REC_EXT = 0x0e,     /* type, payload(str): an extension record;
+	                        * a reader skips the types it does not know */
 	HS_REC_ALLOC = 0x10,   /* | fn: size, stack, dptr(sv) */
 	HS_REC_FREE = 0x20,    /* | fn: dptr(sv) */
 	HS_REC_REALLOC = 0x30, /* | fn: dptr(sv) old, dptr(sv) new vs old,
@@ -115,6 +117,7 @@ enum hs_end_reason {
 	HS_END_EXEC = 1,  /* the image was replaced by exec */
 	HS_END__EXIT = 2, /* _exit()/_Exit() */
 	HS_END_ERROR = 3, /* recording stopped on an error */
+	HS_END_REASONS
 };
 
 /* Counters carried by the end record, in this order. */
@@ -135,5 +138,8 @@ enum hs_count {
 };
 
 const char *hs_fn_name(unsigned fn);
+/* "exit", "exec", "_exit", "error"; "?" for others */
+const char *hs_end_reason_name(unsigned reason);
+extern const char *const hs_end_reasons[HS_END_REASONS + 1]; /* NULL-ended */
 
 #endif

@@ -1,0 +1,566 @@
+#include "records.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "reader.h"
+#include "varint.h"
+
+#define AT(field) ((uint16_t)offsetof(struct hs_record, field))
+#define SEG_AT(field) ((uint16_t)offsetof(struct hs_segment, field))
+
+/* A field of width w at offset at, stored as type in column col. */
+#define FIELD(n, ty, col, pr, w, off)                                        \
+	{ .name = n, .type = ty, .column = col, .print = pr, .width = w,     \
+	  .at = off }
+#define U64(n, col, pr, field) FIELD(n, HS_F_UINT, col, pr, 8, AT(field))
+#define U32(n, col, pr, field) FIELD(n, HS_F_UINT, col, pr, 4, AT(field))
+#define PTR(n, field) FIELD(n, HS_F_PTR, HS_COL_PTRS, HS_P_HEX, 8, AT(field))
+#define TIME() FIELD("time", HS_F_TIME, HS_COL_REST, HS_P_NONE, 0, 0)
+#define STR(n, field, len)                                                   \
+	{ .name = n, .type = HS_F_STR, .column = HS_COL_REST,                \
+	  .print = HS_P_STR, .width = 8, .at = AT(field), .len_at = AT(len) }
+#define REST(n, pr, field) U64(n, HS_COL_REST, pr, field)
+#define ORDER_STORED { 0xff }
+
+static const char *const mark_kinds[] = { "batch", NULL };
+
+static const struct hs_rec_desc descs[] = {
+	{ HS_REC_ALLOC, NULL, 3, {
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
+		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
+		PTR("ptr", ptr),
+	  }, { 2, 0, 1, 0xff } },
+	{ HS_REC_FREE, NULL, 1, { PTR("ptr", ptr) }, ORDER_STORED },
+	{ HS_REC_REALLOC, NULL, 4, {
+		PTR("old", old_ptr),
+		PTR("ptr", ptr),
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
+		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
+	  }, ORDER_STORED },
+	{ HS_REC_FAIL, "failed", 2, {
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
+		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
+	  }, ORDER_STORED },
+	{ HS_REC_MUNMAP, "munmap", 2, {
+		PTR("ptr", ptr),
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
+	  }, ORDER_STORED },
+	{ HS_REC_STACK, "stack", 3, {
+		REST("id", HS_P_DEC, id),
+		REST("parent", HS_P_DEC, parent),
+		REST("ip", HS_P_HEX, ip),
+	  }, ORDER_STORED },
+	{ HS_REC_MODULE, "module", 8, {
+		REST("base", HS_P_HEX, base),
+		STR("path", str, str_len),
+		{ .name = "build_id", .type = HS_F_STR, .column = HS_COL_REST,
+		  .print = HS_P_BYTES, .width = 8, .at = AT(build_id),
+		  .len_at = AT(build_id_len) },
+		{ .name = "seg", .type = HS_F_COUNT, .column = HS_COL_REST,
+		  .print = HS_P_SEG, .width = 4, .at = AT(segs),
+		  .len_at = AT(nseg), .group = 4,
+		  .stride = sizeof(struct hs_segment), .max = HS_MAX_SEGS },
+		FIELD("vaddr", HS_F_UINT, HS_COL_REST, HS_P_NONE, 8,
+		      SEG_AT(vaddr)),
+		FIELD("memsz", HS_F_UINT, HS_COL_REST, HS_P_NONE, 8,
+		      SEG_AT(memsz)),
+		FIELD("offset", HS_F_UINT, HS_COL_REST, HS_P_NONE, 8,
+		      SEG_AT(offset)),
+		FIELD("flags", HS_F_UINT, HS_COL_REST, HS_P_NONE, 8,
+		      SEG_AT(flags)),
+	  }, ORDER_STORED },
+	{ HS_REC_MODULE_GONE, "module-gone", 1, {
+		REST("base", HS_P_HEX, base),
+	  }, ORDER_STORED },
+	{ HS_REC_THREAD, "thread", 1, { REST("tid", HS_P_DEC, tid) },
+	  ORDER_STORED },
+	{ HS_REC_THREAD_NAME, "thread-name", 2, {
+		REST("tid", HS_P_DEC, tid),
+		STR("name", str, str_len),
+	  }, ORDER_STORED },
+	{ HS_REC_SWITCH, "switch", 1, { REST("tid", HS_P_DEC, tid) },
+	  ORDER_STORED },
+	{ HS_REC_MARK, "mark", 3, {
+		TIME(),
+		{ .name = "kind", .type = HS_F_UINT, .column = HS_COL_REST,
+		  .print = HS_P_ENUM, .width = 4, .at = AT(mark_kind),
+		  .names = mark_kinds },
+		STR("label", str, str_len),
+	  }, ORDER_STORED },
+	{ HS_REC_SAMPLE, "sample", 11, {
+		TIME(),
+		REST("rss", HS_P_DEC, rss),
+		{ .name = "flags", .type = HS_F_FLAGS, .column = HS_COL_REST,
+		  .print = HS_P_NONE, .width = 8, .at = AT(flags), .group = 2,
+		  .sizes = { HS_MALLINFO_FIELDS, 1 } },
+		REST("arena", HS_P_DEC, mi_arena),
+		REST("ordblks", HS_P_DEC, mi_ordblks),
+		REST("hblks", HS_P_DEC, mi_hblks),
+		REST("hblkhd", HS_P_DEC, mi_hblkhd),
+		REST("uordblks", HS_P_DEC, mi_uordblks),
+		REST("fordblks", HS_P_DEC, mi_fordblks),
+		REST("keepcost", HS_P_DEC, mi_keepcost),
+		REST("brk", HS_P_HEXNZ, brk),
+	  }, ORDER_STORED },
+	{ HS_REC_TIME, "time", 1, { TIME() }, ORDER_STORED },
+	{ HS_REC_END, "end", 3, {
+		{ .name = "reason", .type = HS_F_UINT, .column = HS_COL_REST,
+		  .print = HS_P_ENUM, .width = 4, .at = AT(end_reason),
+		  .names = hs_end_reasons },
+		{ .name = "counts", .type = HS_F_COUNT, .column = HS_COL_REST,
+		  .print = HS_P_BARE, .width = 0, .at = AT(counts),
+		  .group = 1, .stride = 8, .max = HS_COUNT_MAX },
+		FIELD("count", HS_F_UINT, HS_COL_REST, HS_P_BARE, 8, 0),
+	  }, ORDER_STORED },
+	{ HS_REC_EXIT, "exit", 1, { REST("status", HS_P_HEX, wait_status) },
+	  ORDER_STORED },
+	{ HS_REC_EXEC, "exec", 1, { STR("path", str, str_len) },
+	  ORDER_STORED },
+	{ HS_REC_STOP, "stop", 1, { STR("reason", str, str_len) },
+	  ORDER_STORED },
+	{ HS_REC_EXT, "ext", 2, {
+		REST("type", HS_P_DEC, ext_type),
+		{ .name = "bytes", .type = HS_F_STR, .column = HS_COL_REST,
+		  .print = HS_P_NONE, .width = 8, .at = AT(str),
+		  .len_at = AT(str_len) },
+	  }, ORDER_STORED },
+};
+
+#define NDESCS (sizeof(descs) / sizeof(descs[0]))
+
+/* tag -> index + 1 in descs: kinds below 0x10 by their tag, events by
+ * their kind whatever the function in the low nibble */
+static const uint8_t index_of[256] = {
+	[HS_REC_ALLOC ... HS_REC_ALLOC + 15] = 1,
+	[HS_REC_FREE ... HS_REC_FREE + 15] = 2,
+	[HS_REC_REALLOC ... HS_REC_REALLOC + 15] = 3,
+	[HS_REC_FAIL ... HS_REC_FAIL + 15] = 4,
+	[HS_REC_MUNMAP ... HS_REC_MUNMAP + 15] = 5,
+	[HS_REC_STACK] = 6,
+	[HS_REC_MODULE] = 7,
+	[HS_REC_MODULE_GONE] = 8,
+	[HS_REC_THREAD] = 9,
+	[HS_REC_THREAD_NAME] = 10,
+	[HS_REC_SWITCH] = 11,
+	[HS_REC_MARK] = 12,
+	[HS_REC_SAMPLE] = 13,
+	[HS_REC_TIME] = 14,
+	[HS_REC_END] = 15,
+	[HS_REC_EXIT] = 16,
+	[HS_REC_EXEC] = 17,
+	[HS_REC_STOP] = 18,
+	[HS_REC_EXT] = 19,
+};
+
+const struct hs_rec_desc *hs_rec_desc(unsigned tag)
+{
+	return tag < 256 && index_of[tag] ? &descs[index_of[tag] - 1] : NULL;
+}
+
+const struct hs_rec_desc *hs_rec_descs(size_t *n)
+{
+	*n = NDESCS;
+	return descs;
+}
+
+static void store(void *base, const struct hs_field *f, uint64_t v)
+{
+	uint8_t *dst = (uint8_t *)base + f->at;
+	if (f->width == 8)
+		memcpy(dst, &v, 8);
+	else if (f->width == 4)
+		memcpy(dst, &(uint32_t){ (uint32_t)v }, 4);
+}
+
+static uint64_t load(const void *base, const struct hs_field *f)
+{
+	const uint8_t *src = (const uint8_t *)base + f->at;
+	uint64_t v = 0;
+	uint32_t w;
+	if (f->width == 8) {
+		memcpy(&v, src, 8);
+	} else if (f->width == 4) {
+		memcpy(&w, src, 4);
+		v = w;
+	}
+	return v;
+}
+
+/* Zeroes the destinations of fields [f, f + n): groups absent from a
+ * record read as 0. */
+static void clear(void *base, const struct hs_field *f, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		store(base, &f[i], 0);
+}
+
+/* One scalar field (UINT, PTR, TIME) from the rows into base. */
+static int get_scalar(const struct hs_field *f, struct hs_dec *st,
+		      const uint8_t **p, const uint8_t *end, void *base,
+		      struct hs_record *rec)
+{
+	uint64_t v;
+	if (varint_get(p, end, &v))
+		return -1;
+	switch (f->type) {
+	case HS_F_PTR:
+		st->prev_ptr += (uint64_t)zigzag_decode(v);
+		v = st->prev_ptr;
+		break;
+	case HS_F_TIME:
+		st->time += (uint64_t)zigzag_decode(v);
+		st->has_time = 1;
+		rec->time_ns = st->time;
+		return 0;
+	default:
+		break;
+	}
+	store(base, f, v);
+	return 0;
+}
+
+int hs_rec_decode(const struct hs_rec_desc *d, struct hs_dec *st,
+		  const uint8_t **pp, const uint8_t *end, struct hs_record *rec)
+{
+	const uint8_t *p = *pp;
+	struct hs_dec saved = *st;
+	st->has_time = 0;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct hs_field *f = &d->f[i];
+		uint64_t n;
+		switch (f->type) {
+		case HS_F_STR:
+			if (varint_get(&p, end, &n) || n > (uint64_t)(end - p))
+				goto bad;
+			memcpy((uint8_t *)rec + f->at, &(const void *){ p },
+			       sizeof(void *));
+			memcpy((uint8_t *)rec + f->len_at, &(size_t){ n },
+			       sizeof(size_t));
+			p += n;
+			break;
+		case HS_F_COUNT: {
+			const struct hs_field *g = f + 1;
+			uint8_t *arr = (uint8_t *)rec + f->at;
+			if (varint_get(&p, end, &n))
+				goto bad;
+			memset(arr, 0, (size_t)f->stride * f->max);
+			unsigned kept = 0;
+			for (uint64_t k = 0; k < n; k++) {
+				uint8_t scratch[64];
+				void *el = k < f->max ? arr + k * f->stride
+						      : scratch;
+				for (unsigned j = 0; j < f->group; j++)
+					if (get_scalar(&g[j], st, &p, end, el,
+						       rec))
+						goto bad;
+				kept += k < f->max;
+			}
+			if (f->width)
+				memcpy((uint8_t *)rec + f->len_at, &kept, 4);
+			i += f->group;
+			break;
+		}
+		case HS_F_FLAGS: {
+			const struct hs_field *g = f + 1;
+			if (varint_get(&p, end, &n))
+				goto bad;
+			store(rec, f, n);
+			for (unsigned b = 0; b < f->group; b++) {
+				if (n & (1ull << b)) {
+					for (unsigned j = 0; j < f->sizes[b];
+					     j++)
+						if (get_scalar(&g[j], st, &p,
+							       end, rec, rec))
+							goto bad;
+				} else {
+					clear(rec, g, f->sizes[b]);
+				}
+				g += f->sizes[b];
+			}
+			/* a newer writer's fields: one varint each */
+			for (unsigned b = f->group; b < 64; b++) {
+				uint64_t skip;
+				if ((n >> b & 1) && varint_get(&p, end, &skip))
+					goto bad;
+			}
+			i += (unsigned)(g - (f + 1));
+			break;
+		}
+		default:
+			if (get_scalar(f, st, &p, end, rec, rec))
+				goto bad;
+		}
+	}
+	*pp = p;
+	return 0;
+bad:
+	*st = saved;
+	return -1;
+}
+
+static uint8_t *put_scalar(const struct hs_field *f, struct hs_dec *st,
+			   uint8_t *p, const void *base,
+			   const struct hs_record *rec)
+{
+	uint64_t v = load(base, f);
+	switch (f->type) {
+	case HS_F_PTR:
+		p = svarint_put(p, (int64_t)(v - st->prev_ptr));
+		st->prev_ptr = v;
+		return p;
+	case HS_F_TIME:
+		p = svarint_put(p, (int64_t)(rec->time_ns - st->time));
+		st->time = rec->time_ns;
+		return p;
+	default:
+		return varint_put(p, v);
+	}
+}
+
+static size_t str_len_of(const struct hs_record *rec, const struct hs_field *f)
+{
+	size_t n;
+	memcpy(&n, (const uint8_t *)rec + f->len_at, sizeof(n));
+	return n;
+}
+
+uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
+		       const struct hs_record *rec)
+{
+	const struct hs_rec_desc *d = hs_rec_desc(rec->tag);
+	if (!d)
+		return p;
+	*p++ = (uint8_t)rec->tag;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct hs_field *f = &d->f[i];
+		switch (f->type) {
+		case HS_F_STR: {
+			const void *s;
+			size_t n = str_len_of(rec, f);
+			memcpy(&s, (const uint8_t *)rec + f->at, sizeof(s));
+			p = varint_put(p, n);
+			if (n)
+				memcpy(p, s, n);
+			p += n;
+			break;
+		}
+		case HS_F_COUNT: {
+			const uint8_t *arr = (const uint8_t *)rec + f->at;
+			unsigned n = f->max;
+			if (f->width)
+				memcpy(&n, (const uint8_t *)rec + f->len_at, 4);
+			if (n > f->max)
+				n = f->max;
+			p = varint_put(p, n);
+			for (unsigned k = 0; k < n; k++)
+				for (unsigned j = 0; j < f->group; j++)
+					p = put_scalar(&f[1 + j], st, p,
+						       arr + k * f->stride, rec);
+			i += f->group;
+			break;
+		}
+		case HS_F_FLAGS: {
+			uint64_t bits = load(rec, f) & ((1ull << f->group) - 1);
+			const struct hs_field *g = f + 1;
+			p = varint_put(p, bits);
+			for (unsigned b = 0; b < f->group; b++) {
+				for (unsigned j = 0; j < f->sizes[b]; j++)
+					if (bits >> b & 1)
+						p = put_scalar(&g[j], st, p,
+							       rec, rec);
+				g += f->sizes[b];
+			}
+			i += (unsigned)(g - (f + 1));
+			break;
+		}
+		default:
+			p = put_scalar(f, st, p, rec, rec);
+		}
+	}
+	return p;
+}
+
+size_t hs_rec_bound(const struct hs_record *rec)
+{
+	const struct hs_rec_desc *d = hs_rec_desc(rec->tag);
+	size_t n = 1;
+	if (!d)
+		return n;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct hs_field *f = &d->f[i];
+		if (f->type == HS_F_STR)
+			n += HS_VARINT_MAX + str_len_of(rec, f);
+		else if (f->type == HS_F_COUNT)
+			n += HS_VARINT_MAX * (1 + (size_t)f->max * f->group);
+		else
+			n += HS_VARINT_MAX;
+	}
+	return n;
+}
+
+void hs_print_str(FILE *out, const char *s, size_t n)
+{
+	fputc('"', out);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(out, "\\x%02x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static const char *enum_name(const struct hs_field *f, uint64_t v)
+{
+	for (uint64_t i = 0; f->names[i]; i++)
+		if (i == v)
+			return f->names[i];
+	return "?";
+}
+
+static void print_scalar(FILE *o, const struct hs_field *f, const void *base)
+{
+	uint64_t v = load(base, f);
+	switch (f->print) {
+	case HS_P_DEC:
+		fprintf(o, " %s=%" PRIu64, f->name, v);
+		break;
+	case HS_P_HEXNZ:
+		if (!v)
+			break;
+		/* fall through */
+	case HS_P_HEX:
+		fprintf(o, " %s=0x%" PRIx64, f->name, v);
+		break;
+	case HS_P_ENUM:
+		fprintf(o, " %s=%s", f->name, enum_name(f, v));
+		break;
+	case HS_P_BARE:
+		fprintf(o, " %" PRIu64, v);
+		break;
+	default:
+		break;
+	}
+}
+
+static void print_field(FILE *o, const struct hs_field *f,
+			const struct hs_record *r)
+{
+	switch (f->type) {
+	case HS_F_STR: {
+		const char *s;
+		size_t n = str_len_of(r, f);
+		memcpy(&s, (const uint8_t *)r + f->at, sizeof(s));
+		if (f->print == HS_P_STR) {
+			fprintf(o, " %s=", f->name);
+			hs_print_str(o, s, n);
+		} else if (f->print == HS_P_BYTES) {
+			fprintf(o, " %s=", f->name);
+			for (size_t i = 0; i < n; i++)
+				fprintf(o, "%02x", (unsigned char)s[i]);
+		}
+		break;
+	}
+	case HS_F_FLAGS: { /* the groups present, in place */
+		uint64_t bits = load(r, f);
+		const struct hs_field *g = f + 1;
+		for (unsigned b = 0; b < f->group; b++) {
+			for (unsigned j = 0; j < f->sizes[b]; j++)
+				if (bits >> b & 1)
+					print_scalar(o, &g[j], r);
+			g += f->sizes[b];
+		}
+		break;
+	}
+	case HS_F_COUNT: {
+		const uint8_t *arr = (const uint8_t *)r + f->at;
+		unsigned n = f->max;
+		if (f->width)
+			memcpy(&n, (const uint8_t *)r + f->len_at, 4);
+		for (unsigned k = 0; k < n && k < f->max; k++) {
+			const uint8_t *el = arr + k * f->stride;
+			if (f->print == HS_P_SEG) {
+				const struct hs_segment *s = (const void *)el;
+				fprintf(o, " seg=0x%" PRIx64 "+0x%" PRIx64
+					":%c%c%c", s->vaddr, s->memsz,
+					s->flags & 4 ? 'r' : '-',
+					s->flags & 2 ? 'w' : '-',
+					s->flags & 1 ? 'x' : '-');
+			} else {
+				for (unsigned j = 0; j < f->group; j++)
+					print_scalar(o, &f[1 + j], el);
+			}
+		}
+		break;
+	}
+	default:
+		print_scalar(o, f, r);
+	}
+}
+
+/* The top-level fields in stored order: index i of the description's
+ * fields, skipping the members of groups. */
+static unsigned top_fields(const struct hs_rec_desc *d, const struct hs_field *
+			   *out)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct hs_field *f = &d->f[i];
+		out[n++] = f;
+		if (f->type == HS_F_COUNT)
+			i += f->group;
+		else if (f->type == HS_F_FLAGS)
+			for (unsigned b = 0; b < f->group; b++)
+				i += f->sizes[b];
+	}
+	return n;
+}
+
+/* An event's word: its function ("malloc", "realloc-free" for a realloc
+ * that freed), after the record's own word if it has one. */
+static void print_word(FILE *o, const struct hs_rec_desc *d,
+		       const struct hs_record *r)
+{
+	if (r->kind < HS_REC_ALLOC || r->kind == HS_REC_MUNMAP) {
+		fputs(d->name, o);
+		return;
+	}
+	if (d->name)
+		fprintf(o, "%s ", d->name);
+	if (r->kind == HS_REC_FREE &&
+	    (r->fn == HS_FN_REALLOC || r->fn == HS_FN_REALLOCARRAY))
+		fputs("realloc-free", o);
+	else
+		fputs(hs_fn_name(r->fn), o);
+}
+
+void hs_rec_print(FILE *o, const struct hs_record *r)
+{
+	const struct hs_rec_desc *d = hs_rec_desc(r->tag);
+	const struct hs_field *top[HS_FIELDS_MAX];
+	if (!d) {
+		fprintf(o, "record 0x%02x", r->tag);
+		return;
+	}
+	print_word(o, d, r);
+	if (d->kind == HS_REC_MARK) { /* "batch", or the label */
+		if (r->mark_kind == HS_MARK_BATCH) {
+			fputs(" batch", o);
+		} else {
+			fputs(" label=", o);
+			hs_print_str(o, r->str, r->str_len);
+		}
+		return;
+	}
+	unsigned n = top_fields(d, top);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = d->print_order[0] == 0xff ? i : d->print_order[i];
+		if (k == 0xff)
+			break;
+		print_field(o, top[k], r);
+	}
+}
