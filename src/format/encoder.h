@@ -1,5 +1,7 @@
-/* Record and header encoders: the writing half of trace_format.h.  They
- * never allocate, so the recorder can call them from inside malloc. */
+/* Record and header encoders: the writing half of trace_format.h, for
+ * every record (records.c declares the layouts; tests/unit/test_format.c
+ * checks each encoder against the table's generic encoder).  They never
+ * allocate, so the recorder can call them from inside malloc. */
 #ifndef HS_ENCODER_H
 #define HS_ENCODER_H
 
@@ -100,16 +102,107 @@ static inline uint8_t *enc_stack(uint8_t *p, uint64_t id, uint64_t parent,
 	return varint_put(p, ip);
 }
 
+/* A record of one varint: THREAD, SWITCH (tid), MODULE_GONE (base),
+ * EXIT (wait status). */
 static inline uint8_t *enc_u64(uint8_t *p, unsigned tag, uint64_t v)
 {
 	*p++ = (uint8_t)tag;
 	return varint_put(p, v);
 }
 
+/* A record of one string: EXEC (path), STOP (reason). */
+static inline uint8_t *enc_strrec(uint8_t *p, unsigned tag, const void *s,
+				  size_t n)
+{
+	*p++ = (uint8_t)tag;
+	return enc_str(p, s, n);
+}
+
 static inline uint8_t *enc_timerec(struct hs_enc *e, uint8_t *p, uint64_t t)
 {
 	*p++ = HS_REC_TIME;
 	return enc_time(e, p, t);
+}
+
+static inline uint8_t *enc_thread_name(uint8_t *p, uint64_t tid,
+				       const char *name, size_t n)
+{
+	*p++ = HS_REC_THREAD_NAME;
+	p = varint_put(p, tid);
+	return enc_str(p, name, n);
+}
+
+#define HS_MARK_MAX(label_len) (1 + 3 * HS_VARINT_MAX + (label_len))
+
+static inline uint8_t *enc_mark(struct hs_enc *e, uint8_t *p, uint64_t t,
+				unsigned kind, const char *label, size_t n)
+{
+	*p++ = HS_REC_MARK;
+	p = enc_time(e, p, t);
+	p = varint_put(p, kind);
+	return enc_str(p, label, n);
+}
+
+/* A sample: rss, then with mi (HS_MALLINFO_FIELDS values, mallinfo2's
+ * arena, ordblks, hblks, hblkhd, uordblks, fordblks, keepcost) and with
+ * brk (0: unknown) their fields. */
+#define HS_SAMPLE_MAX (1 + (4 + HS_MALLINFO_FIELDS) * HS_VARINT_MAX)
+
+static inline uint8_t *enc_sample(struct hs_enc *e, uint8_t *p, uint64_t t,
+				  uint64_t rss, const uint64_t *mi,
+				  uint64_t brk)
+{
+	*p++ = HS_REC_SAMPLE;
+	p = enc_time(e, p, t);
+	p = varint_put(p, rss);
+	p = varint_put(p, (mi ? HS_SAMPLE_MALLINFO : 0) |
+				  (brk ? HS_SAMPLE_BRK : 0));
+	for (int i = 0; mi && i < HS_MALLINFO_FIELDS; i++)
+		p = varint_put(p, mi[i]);
+	return brk ? varint_put(p, brk) : p;
+}
+
+/* A module: the segments as (vaddr, memsz, offset, flags) quadruples. */
+#define HS_MODULE_MAX(path_len, id_len, nseg)                                \
+	(1 + 4 * HS_VARINT_MAX + (path_len) + (id_len) +                     \
+	 (size_t)(nseg) * 4 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_module(uint8_t *p, uint64_t base, const char *path,
+				  size_t path_len, const uint8_t *build_id,
+				  size_t id_len, size_t nseg,
+				  const uint64_t (*segs)[4])
+{
+	*p++ = HS_REC_MODULE;
+	p = varint_put(p, base);
+	p = enc_str(p, path, path_len);
+	p = enc_str(p, build_id, id_len);
+	p = varint_put(p, nseg);
+	for (size_t i = 0; i < nseg; i++)
+		for (int j = 0; j < 4; j++)
+			p = varint_put(p, segs[i][j]);
+	return p;
+}
+
+#define HS_END_MAX (1 + (2 + HS_COUNT_MAX) * HS_VARINT_MAX)
+
+static inline uint8_t *enc_end(uint8_t *p, unsigned reason,
+			       const uint64_t *counts)
+{
+	*p++ = HS_REC_END;
+	p = varint_put(p, reason);
+	p = varint_put(p, HS_COUNT_MAX);
+	for (int i = 0; i < HS_COUNT_MAX; i++)
+		p = varint_put(p, counts[i]);
+	return p;
+}
+
+/* An extension record: older readers skip its type (trace_format.h). */
+static inline uint8_t *enc_ext(uint8_t *p, uint64_t type, const void *payload,
+			       size_t n)
+{
+	*p++ = HS_REC_EXT;
+	p = varint_put(p, type);
+	return enc_str(p, payload, n);
 }
 
 /* A header under construction, in a caller-owned buffer. */

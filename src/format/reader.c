@@ -1,6 +1,7 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -174,15 +175,19 @@ fail:
 	return -1;
 }
 
-struct hs_reader *reader_open(const char *path)
+/* Takes f (closed by reader_destroy, also on failure); path is how
+ * messages call the trace. */
+static struct hs_reader *open_stream(FILE *f, const char *path)
 {
 	struct hs_reader *r = calloc(1, sizeof(*r));
 	uint8_t pre[HS_PREAMBLE_LEN], *body = NULL;
 	if (!r) {
+		if (f)
+			fclose(f);
 		hs_error("out of memory");
 		return NULL;
 	}
-	r->f = fopen(path, "rb");
+	r->f = f;
 	if (!r->f) {
 		hs_error("cannot open %s: %s", path, strerror(errno));
 		goto fail;
@@ -238,6 +243,30 @@ fail:
 	free(body);
 	reader_destroy(r);
 	return NULL;
+}
+
+struct hs_reader *reader_open(const char *path)
+{
+	return open_stream(fopen(path, "rb"), path);
+}
+
+struct hs_reader *reader_open_fd(int fd, const char *name)
+{
+	int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	FILE *f = own >= 0 ? fdopen(own, "rb") : NULL;
+	if (!f && own >= 0)
+		close(own);
+	return open_stream(f, name);
+}
+
+struct hs_reader *reader_open_mem(const void *buf, size_t n, const char *name)
+{
+	/* fmemopen refuses an empty buffer: read an empty file instead */
+	static const char empty[1];
+	FILE *f = fmemopen(n ? (void *)buf : (void *)empty, n ? n : 1, "rb");
+	if (f && !n)
+		fseek(f, 1, SEEK_SET);
+	return open_stream(f, name);
 }
 
 const struct hs_header *reader_header(const struct hs_reader *r)

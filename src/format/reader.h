@@ -75,6 +75,12 @@ struct hs_reader;
 
 /* Opens and validates the header; NULL with hs_last_error() on failure. */
 struct hs_reader *reader_open(const char *path);
+/* The same from a descriptor, from its current offset (the caller keeps
+ * it: the reader reads a duplicate, which shares the offset) or from memory (read in place: buf must outlive the
+ * reader); name is how messages call the trace. */
+struct hs_reader *reader_open_fd(int fd, const char *name);
+struct hs_reader *reader_open_mem(const void *buf, size_t n,
+				  const char *name);
 const struct hs_header *reader_header(const struct hs_reader *r);
 /* From the first chunk on, decode chunks ahead on a thread of their own
  * (reading, decompressing and reordering overlap with the caller's work).

@@ -4,13 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "format/encoder.h"
 #include "format/error.h"
 #include "format/reader.h"
+#include "format/records.h"
 
 /* Rows per chunk at most, as the reader takes them: a record repeated
  * many times spills into more chunks. */
@@ -134,46 +133,26 @@ static int put_header(struct out *o, const struct hs_header *hd,
 static size_t record_bound(const struct hs_record *r, uint64_t nseg,
 			   uint64_t ncount)
 {
-	size_t n = 1 + 10 * HS_VARINT_MAX;
-	switch (r->kind) {
-	case HS_REC_MODULE:
-		return n + r->str_len + r->build_id_len +
-		       4 * HS_VARINT_MAX * nseg;
-	case HS_REC_END:
-		return n + HS_VARINT_MAX * ncount;
-	case HS_REC_THREAD_NAME:
-	case HS_REC_MARK:
-	case HS_REC_EXEC:
-		return n + r->str_len;
-	default:
-		return n;
-	}
+	if (r->kind == HS_REC_END)
+		return hs_rec_bound(r) + HS_VARINT_MAX * ncount;
+	return hs_rec_bound(r) + 4 * HS_VARINT_MAX * nseg;
 }
 
-/* One record's rows, as the recorder encodes it; NULL for a record this
- * encoder does not know. */
-static uint8_t *encode(struct out *o, uint8_t *p, const struct hs_record *r,
+/* One record's rows, by the format's table; a module or end record whose
+ * count the rules changed repeats its last element (or counts 0) past
+ * what a record holds.  NULL for a record the table does not know. */
+static uint8_t *encode(struct out *o, uint8_t *p, struct hs_record *r,
 		       uint64_t nseg, uint64_t ncount)
 {
-	struct hs_enc *e = &o->enc;
-	uint8_t *tag = p;
-	switch (r->kind) {
-	case HS_REC_ALLOC:
-		return enc_alloc(e, p, r->fn, r->ptr, r->size, r->stack);
-	case HS_REC_FREE:
-		return enc_free(e, p, r->fn, r->ptr);
-	case HS_REC_REALLOC:
-		return enc_realloc(e, p, r->fn, r->old_ptr, r->ptr, r->size,
-				   r->stack);
-	case HS_REC_FAIL:
-		return enc_fail(p, r->fn, r->size, r->stack);
-	case HS_REC_MUNMAP:
-		p = enc_munmap(e, p, r->ptr, r->size);
-		*tag = (uint8_t)r->tag;
-		return p;
-	case HS_REC_STACK:
-		return enc_stack(p, r->id, r->parent, r->ip);
-	case HS_REC_MODULE:
+	struct hs_dec st = { o->enc.prev_ptr, o->enc.prev_time, 0 };
+	if (!hs_rec_desc(r->tag))
+		return NULL;
+	if (r->kind == HS_REC_SWITCH)
+		o->tid = r->tid;
+	if (r->kind == HS_REC_SAMPLE) /* the fields the rules set */
+		r->flags = (r->has_mallinfo ? HS_SAMPLE_MALLINFO : 0u) |
+			(r->brk ? HS_SAMPLE_BRK : 0u);
+	if (r->kind == HS_REC_MODULE && nseg != r->nseg) {
 		*p++ = HS_REC_MODULE;
 		p = varint_put(p, r->base);
 		p = enc_str(p, r->str, r->str_len);
@@ -188,53 +167,18 @@ static uint8_t *encode(struct out *o, uint8_t *p, const struct hs_record *r,
 			p = varint_put(p, s->flags);
 		}
 		return p;
-	case HS_REC_MODULE_GONE:
-		return enc_u64(p, HS_REC_MODULE_GONE, r->base);
-	case HS_REC_THREAD:
-		return enc_u64(p, HS_REC_THREAD, r->tid);
-	case HS_REC_THREAD_NAME:
-		p = enc_u64(p, HS_REC_THREAD_NAME, r->tid);
-		return enc_str(p, r->str, r->str_len);
-	case HS_REC_SWITCH:
-		o->tid = r->tid;
-		return enc_u64(p, HS_REC_SWITCH, r->tid);
-	case HS_REC_MARK:
-		*p++ = HS_REC_MARK;
-		p = enc_time(e, p, r->time_ns);
-		p = varint_put(p, r->mark_kind);
-		return enc_str(p, r->str, r->str_len);
-	case HS_REC_SAMPLE:
-		*p++ = HS_REC_SAMPLE;
-		p = enc_time(e, p, r->time_ns);
-		p = varint_put(p, r->rss);
-		p = varint_put(p, (r->has_mallinfo ? HS_SAMPLE_MALLINFO : 0u) |
-				  (r->brk ? HS_SAMPLE_BRK : 0u));
-		if (r->has_mallinfo) {
-			const uint64_t mi[HS_MALLINFO_FIELDS] = {
-				r->mi_arena, r->mi_ordblks, r->mi_hblks,
-				r->mi_hblkhd, r->mi_uordblks, r->mi_fordblks,
-				r->mi_keepcost
-			};
-			for (int i = 0; i < HS_MALLINFO_FIELDS; i++)
-				p = varint_put(p, mi[i]);
-		}
-		return r->brk ? varint_put(p, r->brk) : p;
-	case HS_REC_TIME:
-		return enc_timerec(e, p, r->time_ns);
-	case HS_REC_END:
+	}
+	if (r->kind == HS_REC_END && ncount != HS_COUNT_MAX) {
 		p = enc_u64(p, HS_REC_END, r->end_reason);
 		p = varint_put(p, ncount);
 		for (uint64_t i = 0; i < ncount; i++)
 			p = varint_put(p, i < HS_COUNT_MAX ? r->counts[i] : 0);
 		return p;
-	case HS_REC_EXIT:
-		return enc_u64(p, HS_REC_EXIT, r->wait_status);
-	case HS_REC_EXEC:
-		*p++ = HS_REC_EXEC;
-		return enc_str(p, r->str, r->str_len);
-	default:
-		return NULL;
 	}
+	p = hs_rec_encode(&st, p, r);
+	o->enc.prev_ptr = st.prev_ptr;
+	o->enc.prev_time = st.time;
+	return p;
 }
 
 /* The field's new value under rule. */
@@ -323,37 +267,16 @@ static int by_index(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* A reader on a copy of in[0, n): the reader reads files. */
-static struct hs_reader *open_memory(const uint8_t *in, size_t n, int *fd)
-{
-	char path[64];
-	*fd = memfd_create("hs-mutate", MFD_CLOEXEC);
-	if (*fd < 0) {
-		hs_error("memfd_create: %s", strerror(errno));
-		return NULL;
-	}
-	for (size_t done = 0; done < n;) {
-		ssize_t w = write(*fd, in + done, n - done);
-		if (w <= 0) {
-			hs_error("write: %s", strerror(errno));
-			return NULL;
-		}
-		done += (size_t)w;
-	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", *fd);
-	return reader_open(path);
-}
-
 int mutate_apply(const uint8_t *in, size_t n, const struct mutate_rule *rules,
 		 size_t nrules, uint8_t **out, size_t *outn)
 {
 	struct out o = { 0 };
 	struct mutate_rule *sorted = NULL;
 	struct hs_record rec = { 0 };
-	int fd = -1, rc = -1;
+	int rc = -1;
 	uint64_t index = 0, chunk = 0;
 	size_t next = 0;
-	struct hs_reader *rd = open_memory(in, n, &fd);
+	struct hs_reader *rd = reader_open_mem(in, n, "input");
 	if (!rd)
 		goto out;
 	o.cctx = ZSTD_createCCtx();
@@ -416,8 +339,6 @@ int mutate_apply(const uint8_t *in, size_t n, const struct mutate_rule *rules,
 	rc = 0;
 out:
 	reader_destroy(rd);
-	if (fd >= 0)
-		close(fd);
 	ZSTD_freeCCtx(o.cctx);
 	free(o.buf);
 	free(o.rows);
@@ -526,8 +447,7 @@ static int kinds_of(const uint8_t *in, size_t n, uint8_t **kinds,
 {
 	struct hs_record rec;
 	size_t cap = 0;
-	int fd;
-	struct hs_reader *rd = open_memory(in, n, &fd);
+	struct hs_reader *rd = reader_open_mem(in, n, "input");
 	*kinds = NULL;
 	*count = 0;
 	while (rd && reader_next(rd, &rec) > 0) {
@@ -542,8 +462,6 @@ static int kinds_of(const uint8_t *in, size_t n, uint8_t **kinds,
 	}
 	int ok = rd != NULL;
 	reader_destroy(rd);
-	if (fd >= 0)
-		close(fd);
 	return ok ? 0 : -1;
 }
 

@@ -1,0 +1,376 @@
+/* Unit test of the record table (src/format/records.c) against every
+ * hand-written path beside it: each encoder of encoder.h against the
+ * table's generic encoder, the reader's event fast path (reader_events)
+ * and the transpose's fast path (columns.c) against the table, for every
+ * record kind and every varint width; records a newer writer adds
+ * (extension records, sample flags) are skipped; the reader reads from a
+ * descriptor and from memory. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "check.h"
+#include "format/columns.h"
+#include "format/encoder.h"
+#include "format/error.h"
+#include "format/reader.h"
+#include "format/records.h"
+#include "format/varint.h"
+
+/* Values whose varints take 1 to 10 bytes, and the edges between. */
+static uint64_t width_value(unsigned i)
+{
+	static const uint64_t v[] = {
+		0, 1, 127, 128, 16383, 16384, 2097151, 2097152,
+		268435455, 268435456, (1ull << 35) - 1, 1ull << 35,
+		(1ull << 42) - 1, 1ull << 42, (1ull << 49) - 1, 1ull << 49,
+		(1ull << 56) - 1, 1ull << 56, (1ull << 63) - 1, 1ull << 63,
+		UINT64_MAX,
+	};
+	return v[i % (sizeof(v) / sizeof(v[0]))];
+}
+#define WIDTHS 21
+
+/* The table's description of every tag it names agrees with its index. */
+static void test_table(void)
+{
+	size_t n;
+	const struct hs_rec_desc *all = hs_rec_descs(&n);
+	CHECK(n >= 19);
+	for (unsigned tag = 0; tag < 256; tag++) {
+		const struct hs_rec_desc *d = hs_rec_desc(tag);
+		unsigned kind = tag >= HS_REC_ALLOC ? HS_TAG_KIND(tag) : tag;
+		int known = 0;
+		for (size_t i = 0; i < n; i++)
+			known |= all[i].kind == kind;
+		CHECK(!!d == known);
+		if (d)
+			CHECK(d->kind == kind);
+	}
+	for (size_t i = 0; i < n; i++) {
+		CHECK(all[i].nfields <= HS_FIELDS_MAX);
+		for (unsigned j = 0; j < all[i].nfields; j++)
+			CHECK(all[i].f[j].column < HS_COLUMNS);
+	}
+}
+
+/* The record decoded from rows (generic decoder). */
+static int decode_one(const uint8_t *p, const uint8_t *end,
+		      struct hs_dec *st, struct hs_record *r,
+		      const uint8_t **next)
+{
+	memset(r, 0, sizeof(*r));
+	r->tag = *p++;
+	r->kind = r->tag >= HS_REC_ALLOC ? HS_TAG_KIND(r->tag) : r->tag;
+	r->fn = r->tag >= HS_REC_ALLOC ? HS_TAG_FN(r->tag) : 0;
+	const struct hs_rec_desc *d = hs_rec_desc(r->tag);
+	if (!d || hs_rec_decode(d, st, &p, end, r))
+		return -1;
+	*next = p;
+	return 0;
+}
+
+/* One record of each kind written by its encoder in encoder.h, with
+ * field values of width w; the same record through the table's generic
+ * encoder must give the same bytes, and decode to the same values. */
+static void test_encoders(void)
+{
+	static const char path[] = "/usr/lib/x86_64-linux-gnu/libexample.so";
+	static const uint8_t id[] = { 0xde, 0xad, 0xbe, 0xef, 0x01 };
+	for (unsigned w = 0; w < WIDTHS; w++) {
+		uint64_t a = width_value(w), b = width_value(w + 3),
+			 c = width_value(w + 7);
+		uint8_t mine[4096], table[4096];
+		struct hs_enc e;
+		enc_reset(&e);
+		uint8_t *p = mine;
+		uint64_t mi[HS_MALLINFO_FIELDS], counts[HS_COUNT_MAX];
+		uint64_t segs[2][4] = { { a, b, c, 5 }, { c, a, b, 6 } };
+		for (int i = 0; i < HS_MALLINFO_FIELDS; i++)
+			mi[i] = width_value(w + (unsigned)i);
+		for (int i = 0; i < HS_COUNT_MAX; i++)
+			counts[i] = width_value(w + (unsigned)i);
+		p = enc_alloc(&e, p, HS_FN_CALLOC, a, b, c);
+		p = enc_free(&e, p, HS_FN_FREE, b);
+		p = enc_realloc(&e, p, HS_FN_REALLOC, a, c, b, a);
+		p = enc_fail(p, HS_FN_MALLOC, c, b);
+		p = enc_munmap(&e, p, c, a);
+		p = enc_stack(p, a, b, c);
+		p = enc_module(p, a, path, sizeof(path) - 1, id, sizeof(id), 2,
+			       segs);
+		p = enc_u64(p, HS_REC_MODULE_GONE, b);
+		p = enc_u64(p, HS_REC_THREAD, c);
+		p = enc_thread_name(p, a, "worker", 6);
+		p = enc_u64(p, HS_REC_SWITCH, b);
+		p = enc_mark(&e, p, a >> 2, HS_MARK_LABEL, "epoch", 5);
+		p = enc_sample(&e, p, b >> 2, c, mi, a);
+		p = enc_sample(&e, p, c >> 2, a, NULL, 0);
+		p = enc_timerec(&e, p, a >> 1);
+		p = enc_end(p, HS_END_EXEC, counts);
+		p = enc_u64(p, HS_REC_EXIT, c);
+		p = enc_strrec(p, HS_REC_EXEC, "/bin/true", 9);
+		p = enc_strrec(p, HS_REC_STOP, "disk full", 9);
+		p = enc_ext(p, a, "\x01\x02\x03", 3);
+		size_t n = (size_t)(p - mine);
+
+		/* decode with the table, encode again with it */
+		struct hs_dec in = { 0 }, out = { 0 };
+		const uint8_t *q = mine, *end = mine + n;
+		uint8_t *t = table;
+		int kinds = 0;
+		while (q < end) {
+			struct hs_record r;
+			const uint8_t *next;
+			if (decode_one(q, end, &in, &r, &next)) {
+				CHECK(!"decodes");
+				break;
+			}
+			CHECK(hs_rec_bound(&r) >= (size_t)(next - q));
+			t = hs_rec_encode(&out, t, &r);
+			q = next;
+			kinds++;
+			if (r.kind == HS_REC_ALLOC)
+				CHECK(r.size == b && r.stack == c &&
+				      r.ptr == a && r.fn == HS_FN_CALLOC);
+			if (r.kind == HS_REC_REALLOC)
+				CHECK(r.old_ptr == a && r.ptr == c &&
+				      r.size == b && r.stack == a);
+			if (r.kind == HS_REC_MODULE)
+				CHECK(r.nseg == 2 && r.segs[1].vaddr == c &&
+				      r.segs[1].flags == 6 &&
+				      r.str_len == sizeof(path) - 1 &&
+				      r.build_id_len == sizeof(id) &&
+				      r.base == a);
+			if (r.kind == HS_REC_SAMPLE && r.rss == c)
+				CHECK(r.mi_keepcost == mi[6] && r.brk == a &&
+				      r.time_ns == b >> 2);
+			if (r.kind == HS_REC_END)
+				CHECK(r.end_reason == HS_END_EXEC &&
+				      r.counts[HS_COUNT_MAX - 1] ==
+					      counts[HS_COUNT_MAX - 1]);
+			if (r.kind == HS_REC_EXT)
+				CHECK(r.ext_type == a && r.str_len == 3);
+		}
+		CHECK(kinds == 20);
+		CHECK((size_t)(t - table) == n);
+		CHECK(memcmp(mine, table, n) == 0);
+	}
+}
+
+/* The columns the table puts each field of the rows in, built here field
+ * by field with the generic decoder's help: columns_encode (whose
+ * allocations and frees take a hand-written path) must agree. */
+static void test_columns(void)
+{
+	uint8_t rows[1 << 16], *p = rows;
+	struct hs_enc e;
+	enc_reset(&e);
+	for (unsigned w = 0; w < WIDTHS; w++) {
+		uint64_t a = width_value(w), b = width_value(w + 5);
+		p = enc_alloc(&e, p, w % 9, a, b, width_value(w + 9));
+		p = enc_free(&e, p, HS_FN_FREE, b);
+		p = enc_free(&e, p, HS_FN_REALLOC, a);
+		p = enc_realloc(&e, p, HS_FN_REALLOCARRAY, b, a, a, b);
+		p = enc_fail(p, HS_FN_POSIX_MEMALIGN, a, b);
+		p = enc_munmap(&e, p, a, b);
+		p = enc_u64(p, HS_REC_SWITCH, a);
+	}
+	size_t n = (size_t)(p - rows);
+	/* the reference: each field's varint bytes appended to its column */
+	static uint8_t ref[HS_COLUMNS][1 << 16];
+	size_t len[HS_COLUMNS] = { 0 };
+	for (const uint8_t *q = rows; q < rows + n;) {
+		const struct hs_rec_desc *d = hs_rec_desc(*q);
+		ref[HS_COL_TAGS][len[HS_COL_TAGS]++] = *q++;
+		for (unsigned i = 0; i < d->nfields; i++) {
+			const uint8_t *s = q;
+			uint64_t v;
+			CHECK(varint_get(&q, rows + n, &v) == 0);
+			unsigned c = d->f[i].column;
+			memcpy(ref[c] + len[c], s, (size_t)(q - s));
+			len[c] += (size_t)(q - s);
+		}
+	}
+	uint8_t *cols = malloc(columns_bound(n));
+	uint8_t *scratch = malloc(columns_scratch(n));
+	uint8_t *back = malloc(n + 64);
+	size_t c = columns_encode(rows, n, cols, columns_bound(n), scratch);
+	CHECK(c > 0);
+	const uint8_t *q = cols, *end = cols + c;
+	CHECK(*q++ == HS_COLUMNS);
+	uint64_t got[HS_COLUMNS];
+	for (int s = 0; s < HS_COLUMNS; s++)
+		CHECK(varint_get(&q, end, &got[s]) == 0);
+	for (int s = 0; s < HS_COLUMNS; s++) {
+		CHECK(got[s] == len[s]);
+		if (got[s] == len[s])
+			CHECK(memcmp(q, ref[s], len[s]) == 0);
+		q += got[s];
+	}
+	CHECK(columns_decode(cols, c, back, n + 64) == n);
+	CHECK(memcmp(back, rows, n) == 0);
+	free(cols);
+	free(scratch);
+	free(back);
+}
+
+/* A whole trace in memory: header, then rows as one chunk per call. */
+struct trace {
+	uint8_t buf[1 << 18];
+	size_t len;
+	ZSTD_CCtx *cctx;
+};
+
+static void trace_begin(struct trace *t)
+{
+	uint8_t body[256];
+	struct hs_hdr_buf h = { body, 0, sizeof(body), 0 };
+	hdr_put_u64(&h, HS_HDR_PID, 42);
+	hdr_put_str(&h, HS_HDR_ARG, "prog");
+	/* a header field no reader knows yet: skipped */
+	hdr_put_str(&h, 999, "from a newer writer");
+	t->len = hdr_finish(&h, t->buf, sizeof(t->buf));
+	t->cctx = ZSTD_createCCtx();
+}
+
+static void trace_chunk(struct trace *t, const uint8_t *rows, size_t n)
+{
+	uint8_t *work = malloc(chunk_work_size(n));
+	size_t c = chunk_encode(t->cctx, rows, n, t->buf + t->len,
+				sizeof(t->buf) - t->len, work);
+	CHECK(c > 0);
+	t->len += c;
+	free(work);
+}
+
+/* reader_events (hand-written) and reader_next (the table) read the same
+ * events from the same trace, at every varint width and pointer delta. */
+static void test_events(void)
+{
+	static struct trace t;
+	uint8_t rows[1 << 15], *p = rows;
+	struct hs_enc e;
+	enc_reset(&e);
+	trace_begin(&t);
+	for (unsigned w = 0; w < WIDTHS; w++) {
+		uint64_t a = width_value(w), b = width_value(w + 1),
+			 c = width_value(w + 2);
+		p = enc_alloc(&e, p, HS_FN_MALLOC, a, b, c);
+		p = enc_realloc(&e, p, HS_FN_REALLOC, a, c, b, c);
+		p = enc_free(&e, p, HS_FN_FREE, c);
+		p = enc_fail(p, HS_FN_CALLOC, b, a);
+		p = enc_munmap(&e, p, b, c);
+		if (w % 4 == 3) /* a non-event between runs of events */
+			p = enc_timerec(&e, p, w);
+	}
+	trace_chunk(&t, rows, (size_t)(p - rows));
+	struct hs_record want[256];
+	size_t nwant = 0;
+	struct hs_reader *r = reader_open_mem(t.buf, t.len, "mem");
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	while (nwant < 256 && reader_next(r, &want[nwant]) == 1)
+		if (want[nwant].kind >= HS_REC_ALLOC)
+			nwant++;
+	reader_destroy(r);
+	CHECK(nwant == 5 * WIDTHS);
+
+	r = reader_open_mem(t.buf, t.len, "mem");
+	size_t i = 0;
+	struct hs_record rec;
+	struct hs_event ev[4];
+	for (;;) {
+		size_t k = reader_events(r, ev, 4);
+		for (size_t j = 0; j < k && i < nwant; j++, i++) {
+			const struct hs_record *x = &want[i];
+			CHECK(ev[j].kind == x->kind && ev[j].fn == x->fn);
+			if (x->kind != HS_REC_FREE)
+				CHECK(ev[j].size == x->size);
+			if (x->kind != HS_REC_FREE && x->kind != HS_REC_MUNMAP)
+				CHECK(ev[j].stack == x->stack);
+			if (x->kind != HS_REC_FAIL)
+				CHECK(ev[j].ptr == x->ptr);
+			if (x->kind == HS_REC_REALLOC)
+				CHECK(ev[j].old_ptr == x->old_ptr);
+		}
+		if (k)
+			continue;
+		int rc = reader_next(r, &rec);
+		if (rc <= 0)
+			break;
+		if (rec.kind >= HS_REC_ALLOC)
+			i++; /* read by reader_next: compared above */
+	}
+	CHECK(i == nwant);
+	reader_destroy(r);
+}
+
+/* What a newer writer may add is skipped: extension records, sample flag
+ * bits past the known ones (one varint each), header fields. */
+static void test_newer(void)
+{
+	static struct trace t;
+	uint8_t rows[256], *p = rows;
+	struct hs_enc e;
+	enc_reset(&e);
+	trace_begin(&t);
+	p = enc_ext(p, 77, "payload", 7);
+	*p++ = HS_REC_SAMPLE;
+	p = enc_time(&e, p, 1000);
+	p = varint_put(p, 4096);
+	p = varint_put(p, HS_SAMPLE_BRK | 4 | 16);
+	p = varint_put(p, 0x5000); /* brk */
+	p = varint_put(p, 300);    /* bit 2's field */
+	p = varint_put(p, 1u << 20); /* bit 4's field */
+	p = enc_alloc(&e, p, HS_FN_MALLOC, 0x1000, 24, 3);
+	trace_chunk(&t, rows, (size_t)(p - rows));
+
+	int fd = open(".", O_TMPFILE | O_RDWR, 0600);
+	if (fd < 0) {
+		char name[] = "/tmp/hs-test-records-XXXXXX";
+		fd = mkstemp(name);
+		unlink(name);
+	}
+	CHECK(fd >= 0 && write(fd, t.buf, t.len) == (ssize_t)t.len);
+	lseek(fd, 0, SEEK_SET); /* read from where the descriptor is */
+	struct hs_reader *rs[2] = { reader_open_mem(t.buf, t.len, "mem"),
+				    reader_open_fd(fd, "fd") };
+	for (int k = 0; k < 2; k++) {
+		struct hs_reader *r = rs[k];
+		struct hs_record rec;
+		CHECK(r != NULL);
+		if (!r)
+			continue;
+		CHECK(reader_header(r)->pid == 42);
+		CHECK(reader_next(r, &rec) == 1 && rec.kind == HS_REC_EXT &&
+		      rec.ext_type == 77 && rec.str_len == 7);
+		CHECK(reader_next(r, &rec) == 1 && rec.kind == HS_REC_SAMPLE &&
+		      rec.rss == 4096 && rec.brk == 0x5000 &&
+		      !rec.has_mallinfo && rec.time_ns == 1000);
+		CHECK(reader_next(r, &rec) == 1 && rec.kind == HS_REC_ALLOC &&
+		      rec.size == 24 && rec.ptr == 0x1000 && rec.stack == 3);
+		CHECK(reader_next(r, &rec) == 0);
+		reader_destroy(r);
+	}
+	close(fd);
+	/* reader_open_fd read a duplicate: fd itself was closed once */
+	CHECK(reader_open_mem("", 0, "empty") == NULL);
+	CHECK(strstr(hs_last_error(), "empty") != NULL);
+}
+
+int main(void)
+{
+	test_table();
+	test_encoders();
+	test_columns();
+	test_events();
+	test_newer();
+	if (failures)
+		fprintf(stderr, "%d checks failed\n", failures);
+	return failures ? 1 : 0;
+}
