@@ -26,32 +26,12 @@
 static const char *const mark_kinds[] = { "batch", NULL };
 
 static const struct hs_rec_desc descs[] = {
-	{ HS_REC_ALLOC, NULL, 3, {
-		U64("size", HS_COL_SIZES, HS_P_DEC, size),
-		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
-		PTR("ptr", ptr),
-	  }, { 2, 0, 1, 0xff } },
-	{ HS_REC_FREE, NULL, 1, { PTR("ptr", ptr) }, ORDER_STORED },
-	{ HS_REC_REALLOC, NULL, 4, {
-		PTR("old", old_ptr),
-		PTR("ptr", ptr),
-		U64("size", HS_COL_SIZES, HS_P_DEC, size),
-		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
-	  }, ORDER_STORED },
-	{ HS_REC_FAIL, "failed", 2, {
-		U64("size", HS_COL_SIZES, HS_P_DEC, size),
-		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
-	  }, ORDER_STORED },
-	{ HS_REC_MUNMAP, "munmap", 2, {
-		PTR("ptr", ptr),
-		U64("size", HS_COL_SIZES, HS_P_DEC, size),
-	  }, ORDER_STORED },
-	{ HS_REC_STACK, "stack", 3, {
+	{ HS_REC_STACK, "stack", 0, 3, {
 		REST("id", HS_P_DEC, id),
 		REST("parent", HS_P_DEC, parent),
 		REST("ip", HS_P_HEX, ip),
 	  }, ORDER_STORED },
-	{ HS_REC_MODULE, "module", 8, {
+	{ HS_REC_MODULE, "module", 0, 8, {
 		REST("base", HS_P_HEX, base),
 		STR("path", str, str_len),
 		{ .name = "build_id", .type = HS_F_STR, .column = HS_COL_REST,
@@ -70,25 +50,25 @@ static const struct hs_rec_desc descs[] = {
 		FIELD("flags", HS_F_UINT, HS_COL_REST, HS_P_NONE, 8,
 		      SEG_AT(flags)),
 	  }, ORDER_STORED },
-	{ HS_REC_MODULE_GONE, "module-gone", 1, {
+	{ HS_REC_MODULE_GONE, "module-gone", 0, 1, {
 		REST("base", HS_P_HEX, base),
 	  }, ORDER_STORED },
-	{ HS_REC_THREAD, "thread", 1, { REST("tid", HS_P_DEC, tid) },
+	{ HS_REC_THREAD, "thread", 0, 1, { REST("tid", HS_P_DEC, tid) },
 	  ORDER_STORED },
-	{ HS_REC_THREAD_NAME, "thread-name", 2, {
+	{ HS_REC_THREAD_NAME, "thread-name", 0, 2, {
 		REST("tid", HS_P_DEC, tid),
 		STR("name", str, str_len),
 	  }, ORDER_STORED },
-	{ HS_REC_SWITCH, "switch", 1, { REST("tid", HS_P_DEC, tid) },
+	{ HS_REC_SWITCH, "switch", 0, 1, { REST("tid", HS_P_DEC, tid) },
 	  ORDER_STORED },
-	{ HS_REC_MARK, "mark", 3, {
+	{ HS_REC_MARK, "mark", 0, 3, {
 		TIME(),
 		{ .name = "kind", .type = HS_F_UINT, .column = HS_COL_REST,
 		  .print = HS_P_ENUM, .width = 4, .at = AT(mark_kind),
 		  .names = mark_kinds },
 		STR("label", str, str_len),
 	  }, ORDER_STORED },
-	{ HS_REC_SAMPLE, "sample", 11, {
+	{ HS_REC_SAMPLE, "sample", 0, 11, {
 		TIME(),
 		REST("rss", HS_P_DEC, rss),
 		{ .name = "flags", .type = HS_F_FLAGS, .column = HS_COL_REST,
@@ -103,8 +83,8 @@ static const struct hs_rec_desc descs[] = {
 		REST("keepcost", HS_P_DEC, mi_keepcost),
 		REST("brk", HS_P_HEXNZ, brk),
 	  }, ORDER_STORED },
-	{ HS_REC_TIME, "time", 1, { TIME() }, ORDER_STORED },
-	{ HS_REC_END, "end", 3, {
+	{ HS_REC_TIME, "time", 0, 1, { TIME() }, ORDER_STORED },
+	{ HS_REC_END, "end", 0, 3, {
 		{ .name = "reason", .type = HS_F_UINT, .column = HS_COL_REST,
 		  .print = HS_P_ENUM, .width = 4, .at = AT(end_reason),
 		  .names = hs_end_reasons },
@@ -113,17 +93,37 @@ static const struct hs_rec_desc descs[] = {
 		  .group = 1, .stride = 8, .max = HS_COUNT_MAX },
 		FIELD("count", HS_F_UINT, HS_COL_REST, HS_P_BARE, 8, 0),
 	  }, ORDER_STORED },
-	{ HS_REC_EXIT, "exit", 1, { REST("status", HS_P_HEX, wait_status) },
+	{ HS_REC_EXIT, "exit", 0, 1, { REST("status", HS_P_HEX, wait_status) },
 	  ORDER_STORED },
-	{ HS_REC_EXEC, "exec", 1, { STR("path", str, str_len) },
+	{ HS_REC_EXEC, "exec", 0, 1, { STR("path", str, str_len) },
 	  ORDER_STORED },
-	{ HS_REC_STOP, "stop", 1, { STR("reason", str, str_len) },
+	{ HS_REC_STOP, "stop", 0, 1, { STR("reason", str, str_len) },
 	  ORDER_STORED },
-	{ HS_REC_EXT, "ext", 2, {
+	{ HS_REC_EXT, "ext", 0, 2, {
 		REST("type", HS_P_DEC, ext_type),
 		{ .name = "bytes", .type = HS_F_STR, .column = HS_COL_REST,
 		  .print = HS_P_NONE, .width = 8, .at = AT(str),
 		  .len_at = AT(str_len) },
+	  }, ORDER_STORED },
+	{ HS_REC_ALLOC, "alloc", 1, 3, {
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
+		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
+		PTR("ptr", ptr),
+	  }, { 2, 0, 1, 0xff } },
+	{ HS_REC_FREE, "free", 1, 1, { PTR("ptr", ptr) }, ORDER_STORED },
+	{ HS_REC_REALLOC, "realloc", 1, 4, {
+		PTR("old", old_ptr),
+		PTR("ptr", ptr),
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
+		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
+	  }, ORDER_STORED },
+	{ HS_REC_FAIL, "failed", 1, 2, {
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
+		U64("stack", HS_COL_STACKS, HS_P_DEC, stack),
+	  }, ORDER_STORED },
+	{ HS_REC_MUNMAP, "munmap", 0, 2, {
+		PTR("ptr", ptr),
+		U64("size", HS_COL_SIZES, HS_P_DEC, size),
 	  }, ORDER_STORED },
 };
 
@@ -132,25 +132,25 @@ static const struct hs_rec_desc descs[] = {
 /* tag -> index + 1 in descs: kinds below 0x10 by their tag, events by
  * their kind whatever the function in the low nibble */
 static const uint8_t index_of[256] = {
-	[HS_REC_ALLOC ... HS_REC_ALLOC + 15] = 1,
-	[HS_REC_FREE ... HS_REC_FREE + 15] = 2,
-	[HS_REC_REALLOC ... HS_REC_REALLOC + 15] = 3,
-	[HS_REC_FAIL ... HS_REC_FAIL + 15] = 4,
-	[HS_REC_MUNMAP ... HS_REC_MUNMAP + 15] = 5,
-	[HS_REC_STACK] = 6,
-	[HS_REC_MODULE] = 7,
-	[HS_REC_MODULE_GONE] = 8,
-	[HS_REC_THREAD] = 9,
-	[HS_REC_THREAD_NAME] = 10,
-	[HS_REC_SWITCH] = 11,
-	[HS_REC_MARK] = 12,
-	[HS_REC_SAMPLE] = 13,
-	[HS_REC_TIME] = 14,
-	[HS_REC_END] = 15,
-	[HS_REC_EXIT] = 16,
-	[HS_REC_EXEC] = 17,
-	[HS_REC_STOP] = 18,
-	[HS_REC_EXT] = 19,
+	[HS_REC_STACK] = 1,
+	[HS_REC_MODULE] = 2,
+	[HS_REC_MODULE_GONE] = 3,
+	[HS_REC_THREAD] = 4,
+	[HS_REC_THREAD_NAME] = 5,
+	[HS_REC_SWITCH] = 6,
+	[HS_REC_MARK] = 7,
+	[HS_REC_SAMPLE] = 8,
+	[HS_REC_TIME] = 9,
+	[HS_REC_END] = 10,
+	[HS_REC_EXIT] = 11,
+	[HS_REC_EXEC] = 12,
+	[HS_REC_STOP] = 13,
+	[HS_REC_EXT] = 14,
+	[HS_REC_ALLOC ... HS_REC_ALLOC + 15] = 15,
+	[HS_REC_FREE ... HS_REC_FREE + 15] = 16,
+	[HS_REC_REALLOC ... HS_REC_REALLOC + 15] = 17,
+	[HS_REC_FAIL ... HS_REC_FAIL + 15] = 18,
+	[HS_REC_MUNMAP ... HS_REC_MUNMAP + 15] = 19,
 };
 
 const struct hs_rec_desc *hs_rec_desc(unsigned tag)
@@ -520,17 +520,17 @@ static unsigned top_fields(const struct hs_rec_desc *d, const struct hs_field *
 	return n;
 }
 
-/* An event's word: its function ("malloc", "realloc-free" for a realloc
- * that freed), after the record's own word if it has one. */
+/* A record's word: its title, or for an event its function ("malloc",
+ * "realloc-free" for a realloc that freed; "failed malloc"). */
 static void print_word(FILE *o, const struct hs_rec_desc *d,
 		       const struct hs_record *r)
 {
-	if (r->kind < HS_REC_ALLOC || r->kind == HS_REC_MUNMAP) {
-		fputs(d->name, o);
+	if (!d->with_fn) {
+		fputs(d->title, o);
 		return;
 	}
-	if (d->name)
-		fprintf(o, "%s ", d->name);
+	if (r->kind == HS_REC_FAIL)
+		fputs("failed ", o);
 	if (r->kind == HS_REC_FREE &&
 	    (r->fn == HS_FN_REALLOC || r->fn == HS_FN_REALLOCARRAY))
 		fputs("realloc-free", o);
@@ -563,4 +563,52 @@ void hs_rec_print(FILE *o, const struct hs_record *r)
 			break;
 		print_field(o, top[k], r);
 	}
+}
+
+static void layout_field(FILE *o, const struct hs_field *f)
+{
+	fputs(f->name, o);
+	if (f->type == HS_F_PTR || f->type == HS_F_TIME)
+		fputs(" (signed)", o);
+	else if (f->type == HS_F_STR)
+		fputs(" (string)", o);
+}
+
+void hs_rec_layout(FILE *o, const struct hs_rec_desc *d)
+{
+	fprintf(o, d->with_fn ? "0x%02x+F\t%s\t" : "0x%02x\t%s\t", d->kind,
+		d->title);
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct hs_field *f = &d->f[i];
+		if (i)
+			fputs(", ", o);
+		if (f->type == HS_F_COUNT) {
+			fprintf(o, "n%s, n%s \\(mu ", f->name, f->name);
+			for (unsigned j = 1; j <= f->group; j++) {
+				fputs(j == 1 && f->group > 1 ? "(" : "", o);
+				layout_field(o, &f[j]);
+				fputs(j < f->group ? ", " : f->group > 1 ? ")"
+									 : "",
+				      o);
+			}
+			i += f->group;
+		} else if (f->type == HS_F_FLAGS) {
+			const struct hs_field *g = f + 1;
+			layout_field(o, f);
+			for (unsigned b = 0; b < f->group; b++) {
+				fputs(", [", o);
+				for (unsigned j = 0; j < f->sizes[b]; j++) {
+					fputs(j ? ", " : "", o);
+					layout_field(o, &g[j]);
+				}
+				fprintf(o, "] if %s bit %u", f->name, b);
+				g += f->sizes[b];
+			}
+			fprintf(o, ", one value per further bit");
+			i += (unsigned)(g - (f + 1));
+		} else {
+			layout_field(o, f);
+		}
+	}
+	fputc('\n', o);
 }

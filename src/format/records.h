@@ -68,7 +68,9 @@ struct hs_field {
 
 struct hs_rec_desc {
 	unsigned kind; /* the tag, or its kind (high nibble) for events */
-	const char *name; /* dump's word; events print their function */
+	const char *title; /* its name in heapslope-trace(5) and dump */
+	int with_fn;       /* the tag's low nibble is the function (dump
+			    * prints the function's name instead) */
 	unsigned nfields;
 	struct hs_field f[HS_FIELDS_MAX];
 	/* the order dump prints the top-level fields in, when it is not
@@ -101,6 +103,9 @@ uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
 size_t hs_rec_bound(const struct hs_record *rec);
 /* dump's line for rec, without time and thread: "malloc ptr=0x... ". */
 void hs_rec_print(FILE *out, const struct hs_record *rec);
+/* The description's row of heapslope-trace(5)'s table of records:
+ * "0x10+F<TAB>alloc<TAB>size, stack, ptr (signed)". */
+void hs_rec_layout(FILE *out, const struct hs_rec_desc *d);
 /* A string as dump prints it: quoted, escaped. */
 void hs_print_str(FILE *out, const char *s, size_t n);
 

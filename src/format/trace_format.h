@@ -50,38 +50,32 @@ enum hs_opt {
 };
 
 /* Record tags.  Every record is one tag byte and its fields; integers are
- * LEB128 varints, "sv" fields zigzag-encoded signed varints, "str" a varint
- * length and bytes.  Pointer fields are deltas against the previous pointer
- * in the same chunk, time fields against the previous time: both start at 0
- * in every chunk, so each chunk decodes on its own. */
+ * LEB128 varints.  Each record's fields are declared once, in records.c
+ * (and documented from it in heapslope-trace(5)); what each record means: */
 enum hs_tag {
-	HS_REC_STACK = 0x01,   /* id, parent id, ip: one node of the stack tree */
-	HS_REC_MODULE = 0x02,  /* base, path(str), build-id(str), nseg,
-	                        * nseg x (vaddr, memsz, offset, flags) */
-	HS_REC_MODULE_GONE = 0x03, /* base: a module unloaded by dlclose */
-	HS_REC_THREAD = 0x04,  /* tid: thread seen for the first time */
-	HS_REC_THREAD_NAME = 0x05, /* tid, name(str) */
-	HS_REC_SWITCH = 0x06,  /* tid: the following events are this thread's */
-	HS_REC_MARK = 0x07,    /* dtime(sv), kind, label(str) */
-	HS_REC_SAMPLE = 0x08,  /* dtime(sv), rss, flags (HS_SAMPLE_*), then
-	                        * with MALLINFO: arena, ordblks, hblks,
-	                        * hblkhd, uordblks, fordblks, keepcost; then
-	                        * with BRK: the end of the brk heap */
-	HS_REC_TIME = 0x09,    /* dtime(sv): ns since start of recording */
-	HS_REC_END = 0x0a,     /* reason, n, then n counters (HS_COUNT_*) */
+	HS_REC_STACK = 0x01,   /* one node of the stack tree */
+	HS_REC_MODULE = 0x02,  /* a loaded object and its segments */
+	HS_REC_MODULE_GONE = 0x03, /* a module unloaded by dlclose */
+	HS_REC_THREAD = 0x04,  /* a thread seen for the first time */
+	HS_REC_THREAD_NAME = 0x05, /* its name */
+	HS_REC_SWITCH = 0x06,  /* the following events are this thread's */
+	HS_REC_MARK = 0x07,    /* a batch mark or a labelled mark */
+	HS_REC_SAMPLE = 0x08,  /* RSS, and what flags (HS_SAMPLE_*) add */
+	HS_REC_TIME = 0x09,    /* ns since the start of recording */
+	HS_REC_END = 0x0a,     /* the trace was closed: reason, counters */
 	HS_REC_EXIT = 0x0b,    /* wait status of the process, from `record` */
-	HS_REC_EXEC = 0x0c,    /* path(str): the process is about to exec */
-	HS_REC_STOP = 0x0d,    /* reason(str): recording stopped early, on an
-	                        * error; an END record follows if it can */
-	HS_REC_EXT = 0x0e,     /* type, payload(str): an extension record;
+	HS_REC_EXEC = 0x0c,    /* the process is about to exec */
+	HS_REC_STOP = 0x0d,    /* recording stopped early, on an error; an END
+	                        * record follows if it can */
+	HS_REC_EXT = 0x0e,     /* an extension record: a type and a payload;
 	                        * a reader skips the types it does not know */
-	HS_REC_ALLOC = 0x10,   /* | fn: size, stack, dptr(sv) */
-	HS_REC_FREE = 0x20,    /* | fn: dptr(sv) */
-	HS_REC_REALLOC = 0x30, /* | fn: dptr(sv) old, dptr(sv) new vs old,
-	                        * size, stack */
-	HS_REC_FAIL = 0x40,    /* | fn: size, stack: a call that returned NULL */
-	HS_REC_MUNMAP = 0x50,  /* dptr(sv), length: a range of anonymous mmap
-	                        * memory given back (may be partial) */
+	/* events: the low nibble is the function (HS_FN_*) */
+	HS_REC_ALLOC = 0x10,   /* a block allocated */
+	HS_REC_FREE = 0x20,    /* a block freed */
+	HS_REC_REALLOC = 0x30, /* a block moved or resized */
+	HS_REC_FAIL = 0x40,    /* a call that returned NULL */
+	HS_REC_MUNMAP = 0x50,  /* a range of anonymous mmap memory given
+	                        * back (may be partial) */
 };
 #define HS_TAG_KIND(t) ((t) & 0xf0)
 

@@ -363,8 +363,63 @@ static void test_newer(void)
 	CHECK(strstr(hs_last_error(), "empty") != NULL);
 }
 
-int main(void)
+/* Appends n bytes of s to the string dst, of cap bytes, if they fit. */
+static void add(char *dst, size_t cap, const char *s, size_t n)
 {
+	size_t l = strlen(dst);
+	if (l + n < cap) {
+		memcpy(dst + l, s, n);
+		dst[l + n] = 0;
+	}
+}
+
+/* The table of records in heapslope-trace(5) (its rows, with T{ T}
+ * blocks joined) is the one the code has. */
+static void test_manual(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024], man[8192] = "", want[8192] = "";
+	int in = 0, block = 0, header = 0;
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, ".SS Records", 11))
+			in = 1;
+		else if (in == 1 && !strncmp(line, ".TS", 3))
+			in = 2, header = 2; /* the format line, the titles */
+		else if (in == 2 && !strncmp(line, ".TE", 3))
+			break;
+		else if (in == 2 && header)
+			header--;
+		else if (in == 2 && !strcmp(line, "T}\n"))
+			block = 0, add(man, sizeof(man), "\n", 1);
+		else if (in == 2 && block)
+			add(man, sizeof(man), line, strcspn(line, "\n"));
+		else if (in == 2 && strstr(line, "T{\n"))
+			block = 1, add(man, sizeof(man), line, strlen(line) - 3);
+		else if (in == 2)
+			add(man, sizeof(man), line, strlen(line));
+	}
+	fclose(f);
+	size_t n;
+	const struct hs_rec_desc *d = hs_rec_descs(&n);
+	FILE *m = fmemopen(want, sizeof(want) - 1, "w");
+	for (size_t i = 0; i < n; i++)
+		hs_rec_layout(m, &d[i]);
+	fclose(m);
+	CHECK(strlen(want) > 200);
+	if (strcmp(man, want) != 0) {
+		fprintf(stderr, "heapslope-trace(5)'s records:\n%s\nthe "
+				"code's:\n%s", man, want);
+		CHECK(!"the manual's table of records is the code's");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		test_manual(argv[1]);
 	test_table();
 	test_encoders();
 	test_columns();
