@@ -35,7 +35,7 @@ int trace_append_exit(const char *path, int wait_status)
 	if (fd < 0)
 		return hs_error("open %s: %s", path, strerror(errno));
 	if (fstat(fd, &st) || !ends_on_chunk(fd, st.st_size)) {
-		rc = hs_error("%s does not end on a whole frame", path);
+		rc = hs_error("%s does not end on a whole chunk", path);
 		goto out;
 	}
 	uint8_t rec[1 + HS_VARINT_MAX], work[256], out[256];

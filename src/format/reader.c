@@ -341,15 +341,15 @@ static int chunk_load(FILE *f, const char *path, uint64_t offset,
 			return chunk_err(c, "%s: read error: %s", path,
 					 strerror(errno));
 		c->truncated = 1;
-		return chunk_err(c, "%s: truncated trace: partial frame header "
+		return chunk_err(c, "%s: truncated trace: partial chunk header "
 				 "at byte %llu", path, at);
 	}
 	if (memcmp(h, HS_CHUNK_MAGIC, 4) != 0)
-		return chunk_err(c, "%s: corrupt trace: bad frame magic at "
+		return chunk_err(c, "%s: corrupt trace: bad chunk magic at "
 				 "byte %llu", path, at);
 	uint32_t csize = le32_get(h + 4), usize = le32_get(h + 8);
 	if (usize > HS_CHUNK_MAX || csize > ZSTD_compressBound(HS_CHUNK_MAX))
-		return chunk_err(c, "%s: corrupt trace: bad frame size at byte "
+		return chunk_err(c, "%s: corrupt trace: bad chunk size at byte "
 				 "%llu", path, at);
 	if (grow(&c->cbuf, &c->ccap, csize ? csize : 1) ||
 	    grow(&c->ubuf, &c->ucap, usize ? usize : 1) ||
@@ -359,20 +359,20 @@ static int chunk_load(FILE *f, const char *path, uint64_t offset,
 	 * shootdowns once other threads run) than the copy */
 	if (fread(c->cbuf, 1, csize, f) != csize) {
 		c->truncated = !ferror(f);
-		return chunk_err(c, "%s: truncated trace: partial frame at "
+		return chunk_err(c, "%s: truncated trace: partial chunk at "
 				 "byte %llu", path, at);
 	}
 	size_t n = ZSTD_decompressDCtx(dctx, c->ubuf, usize, c->cbuf, csize);
 	if (ZSTD_isError(n))
-		return chunk_err(c, "%s: corrupt trace: frame at byte %llu: %s",
+		return chunk_err(c, "%s: corrupt trace: chunk at byte %llu: %s",
 				 path, at, ZSTD_getErrorName(n));
 	if (n != usize)
-		return chunk_err(c, "%s: corrupt trace: frame at byte %llu has "
+		return chunk_err(c, "%s: corrupt trace: chunk at byte %llu has "
 				 "%zu bytes, expected %u", path, at, n, usize);
 	c->rows = columns_decode(c->ubuf, usize, c->rbuf, c->rcap);
 	if (c->rows == (size_t)-1)
 		return chunk_err(c, "%s: corrupt trace: bad columns in the "
-				 "frame at byte %llu", path, at);
+				 "chunk at byte %llu", path, at);
 	c->size = HS_CHUNK_HEADER_LEN + (uint64_t)csize;
 	return c->status = 1;
 }
@@ -522,10 +522,10 @@ int reader_next(struct hs_reader *r, struct hs_record *rec)
 	rec->time_ns = r->time_ns;
 	if (!d)
 		return hs_error("%s: corrupt trace: unknown record 0x%02x in "
-				"frame ending at byte %llu", r->path, tag,
+				"chunk ending at byte %llu", r->path, tag,
 				(unsigned long long)r->offset);
 	if (hs_rec_decode(d, &r->dec, &p, r->end, rec))
-		return hs_error("%s: corrupt trace: bad record 0x%02x in frame "
+		return hs_error("%s: corrupt trace: bad record 0x%02x in chunk "
 				"ending at byte %llu", r->path, tag,
 				(unsigned long long)r->offset);
 	if (r->dec.has_time)

@@ -131,7 +131,7 @@ def test_sigkill_random():
                 # killed inside the write of a chunk: dump, strict, says
                 # where the file ends; analyze reads up to that chunk
                 size = os.path.getsize(path)
-                check(re.search(r"truncated trace: partial frame( header)? "
+                check(re.search(r"truncated trace: partial chunk( header)? "
                                 r"at byte \d+$", s["_stderr"].strip()),
                       f"{what}: dump's error: {s['_stderr'].strip()!r}")
                 at = int(s["_stderr"].split()[-1])
