@@ -239,7 +239,7 @@ cxx_new(enum op id, enum shape s, size_t n, size_t al, const void *nt,
 	fl.size = n;
 	fl.noted = 0;
 	fl.ips = t->scratch; /* free: nothing is recorded meanwhile */
-	fl.depth = unwind_capture(t->scratch, hs_rec.depth);
+	fl.depth = unwind_capture(t->scratch, hs_rec.depth, NULL);
 	cxx_flight = &fl;
 	/* what the real operator allocates is its own (noted, not recorded) */
 	internal_begin();

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "anonmap.h"
+#include "stacks.h"
 #include "../format/rmem.h"
 
 #ifndef HS_VERSION
@@ -98,128 +99,6 @@ static uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
 }
 #define PREFIX_MAX (2 * (1 + HS_VARINT_MAX) + 1 + 2 * HS_VARINT_MAX + 16)
 
-/* Lock held: the id of the stack ips[0..n), innermost first, writing the
- * nodes not seen before.  The thread's previous stack usually shares its
- * outer part, which is reused without a lookup. */
-static uint32_t intern_path(struct tstate *t, const uintptr_t *ips, int n,
-			    uint8_t **pp, int *fresh)
-{
-	struct recorder *R = &hs_rec;
-	int m = t->gen == R->gen ? t->n : 0;
-	int c = 0;
-	while (c < n && c < m && ips[n - 1 - c] == t->ips[m - 1 - c])
-		c++;
-	if (c == n && n == m)
-		return n ? t->ids[0] : 0;
-	uint32_t ids[HS_DEPTH_MAX];
-	for (int k = 0; k < c; k++)
-		ids[n - 1 - k] = t->ids[m - 1 - k];
-	for (int i = n - 1 - c; i >= 0; i--) {
-		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
-		int is_new;
-		uint32_t id = stackmap_intern(R->stacks, parent, ips[i],
-					      &is_new);
-		if (!id) {
-			hs_fail("out of memory for the stack table", ENOMEM);
-			t->n = 0;
-			return 0;
-		}
-		if (is_new) {
-			*pp = enc_stack(*pp, id, parent, ips[i]);
-			R->counts[HS_COUNT_STACKS]++;
-			*fresh = 1;
-		}
-		ids[i] = id;
-	}
-	memcpy(t->ips, ips, (size_t)n * sizeof(*ips));
-	memcpy(t->ids, ids, (size_t)n * sizeof(*ids));
-	t->n = n;
-	t->gen = R->gen;
-	return n ? ids[0] : 0;
-}
-
-/* Four lanes, each a multiply-xorshift chain over every fourth address,
- * so that their multiplications overlap instead of waiting on each other
- * (the hash of every allocation's stack is on the hot path). */
-#define HASH_M 0xff51afd7ed558ccdull
-static inline uint64_t lane(uint64_t h, uint64_t ip)
-{
-	h = (h ^ ip) * HASH_M;
-	return h ^ (h >> 29);
-}
-
-static inline uint64_t stack_hash(const uintptr_t *ips, int n)
-{
-	uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-	uint64_t b = 0xc2b2ae3d27d4eb4full, c = 0x165667b19e3779f9ull;
-	uint64_t d = 0x85ebca77c2b2ae63ull;
-	int i = 0;
-	for (; i + 4 <= n; i += 4) {
-		a = lane(a, ips[i]);
-		b = lane(b, ips[i + 1]);
-		c = lane(c, ips[i + 2]);
-		d = lane(d, ips[i + 3]);
-	}
-	for (; i < n; i++)
-		a = lane(a, ips[i]);
-	uint64_t h = a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^
-		     (d << 47 | d >> 17);
-	return lane(h, 0);
-}
-
-/* Lock held.  A program allocates from few distinct stacks, over and over:
- * the thread remembers the ids of its recent whole stacks by a 64-bit hash
- * of their return addresses (and depth), which saves walking the tree. */
-static pthread_key_t leaves_key;
-static int have_leaves_key;
-
-/* Runs as the thread ends; later destructors may still allocate, and
- * must find no cache rather than an unmapped one. */
-static void leaves_gone(void *p)
-{
-	hs_thread.leaves = NULL;
-	hs_thread.leaves_done = 1;
-	rmem_unmap(p, HS_LEAVES * sizeof(struct leaf));
-}
-
-static struct leaf *thread_leaves(struct tstate *t)
-{
-	if (!t->leaves && have_leaves_key && !t->leaves_done) {
-		/* mapped, not in TLS: threads with tiny stacks stay possible;
-		 * the key's destructor unmaps it when the thread ends */
-		t->leaves = rmem_map(HS_LEAVES * sizeof(struct leaf));
-		internal_begin();
-		int rc = t->leaves ? pthread_setspecific(leaves_key, t->leaves)
-				   : 0;
-		internal_end();
-		if (rc) {
-			rmem_unmap(t->leaves, HS_LEAVES * sizeof(struct leaf));
-			t->leaves = NULL;
-		}
-		t->leaves_gen = hs_rec.gen;
-	}
-	if (t->leaves && t->leaves_gen != hs_rec.gen) {
-		memset(t->leaves, 0, HS_LEAVES * sizeof(struct leaf));
-		t->leaves_gen = hs_rec.gen;
-	}
-	return t->leaves;
-}
-
-static uint32_t intern(struct tstate *t, const uintptr_t *ips, int n,
-		       uint8_t **pp, int *fresh)
-{
-	struct leaf *leaves = thread_leaves(t);
-	if (!leaves)
-		return intern_path(t, ips, n, pp, fresh);
-	uint64_t h = stack_hash(ips, n);
-	struct leaf *l = &leaves[h & (HS_LEAVES - 1)];
-	if (l->hash == h && l->n == (uint32_t)n && l->id)
-		return l->id;
-	uint32_t id = intern_path(t, ips, n, pp, fresh);
-	*l = (struct leaf){ h, id, (uint32_t)n };
-	return id;
-}
-
 static size_t event_bound(int depth)
 {
 	return PREFIX_MAX + (size_t)depth * STACK_REC_MAX + HS_EVENT_MAX;
@@ -254,10 +133,10 @@ struct event {
 };
 
 /* Lock held: appends e with the stack ips[0..n) (unused by frees).
- * memo: the unwinder's word for that stack, or NULL.  Inlined: at each
+ * key: the unwinder's walk key for that stack, or 0.  Inlined: at each
  * call the kind is mostly known, and this is every event's path. */
 static inline __attribute__((always_inline)) void put_event(const struct event *e, const uintptr_t *ips, int n,
-		      uint64_t *memo, int *fresh)
+		      uint64_t key, int *fresh)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
@@ -266,16 +145,8 @@ static inline __attribute__((always_inline)) void put_event(const struct event *
 		return;
 	p = thread_prefix(t, p);
 	uint32_t id = 0;
-	if (e->kind != HS_REC_FREE && e->kind != HS_REC_MUNMAP) {
-		/* the unwinder keeps this place's stack id for us: no hash */
-		if (memo && *memo >> 32 == R->gen) {
-			id = (uint32_t)*memo;
-		} else {
-			id = intern(t, ips, n, &p, fresh);
-			if (memo && id)
-				*memo = (uint64_t)R->gen << 32 | id;
-		}
-	}
+	if (e->kind != HS_REC_FREE && e->kind != HS_REC_MUNMAP)
+		id = stacks_intern(ips, n, key, &p, fresh);
 	switch (e->kind) {
 	case HS_REC_ALLOC:
 		p = enc_alloc(&R->enc, p, e->fn, e->ptr, e->size, id);
@@ -322,7 +193,7 @@ static void side_flush(uintptr_t freed, int *fresh)
 			continue;
 		}
 		struct event e = { s->kind, s->fn, s->old, s->ptr, s->size };
-		put_event(&e, s->ips, s->n, NULL, fresh);
+		put_event(&e, s->ips, s->n, 0, fresh);
 	}
 	t->nside = keep;
 }
@@ -394,7 +265,7 @@ static void nested_put(const struct event *e, const uintptr_t *ips, int n)
 	}
 	int fresh = 0;
 	rec_lock();
-	put_event(e, ips, n, NULL, &fresh);
+	put_event(e, ips, n, 0, &fresh);
 	rec_unlock();
 	after_fresh_nodes(fresh);
 }
@@ -422,14 +293,14 @@ static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 {
 	struct recorder *R = &hs_rec;
 	uintptr_t ips[HS_DEPTH_MAX];
-	int n = unwind_capture(ips, R->depth);
-	uint64_t *memo = unwind_memo();
+	uint64_t key;
+	int n = unwind_capture(ips, R->depth, &key);
 	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
 	int fresh = 0;
 	rec_lock();
 	if (kind == HS_REC_ALLOC && fn == HS_FN_MMAP)
 		anonmap_add((uintptr_t)ptr, size);
-	put_event(&e, ips, n, memo, &fresh);
+	put_event(&e, ips, n, key, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -449,7 +320,7 @@ void rec_free(unsigned fn, const void *ptr)
 	struct event e = { HS_REC_FREE, fn, 0, (uintptr_t)ptr, 0 };
 	int fresh = 0;
 	rec_lock();
-	put_event(&e, NULL, 0, NULL, &fresh);
+	put_event(&e, NULL, 0, 0, &fresh);
 	unlock();
 }
 
@@ -461,13 +332,13 @@ void rec_munmap(const void *ptr, size_t len)
 	rec_lock();
 	/* only memory the program mapped anonymously: not its files */
 	if (anonmap_remove((uintptr_t)ptr, len))
-		put_event(&e, NULL, 0, NULL, &fresh);
+		put_event(&e, NULL, 0, 0, &fresh);
 	unlock();
 }
 
 void rec_realloc_begin(int *depth, uintptr_t *ips)
 {
-	*depth = unwind_capture(ips, hs_rec.depth);
+	*depth = unwind_capture(ips, hs_rec.depth, NULL);
 	rec_lock();
 }
 
@@ -520,7 +391,7 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 	int fresh = 0;
 	if (__builtin_expect(hs_thread.nside != 0, 0) && ptr)
 		side_flush((uintptr_t)ptr, &fresh);
-	put_event(&e, ips, n, NULL, &fresh);
+	put_event(&e, ips, n, 0, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -1018,9 +889,8 @@ void recorder_init(int argc, char **argv)
 	R->cout = rmem_map_resident(R->cout_cap);
 	R->work = rmem_map_resident(chunk_work_size(BUF_SIZE));
 	R->cctx = ws ? ZSTD_initStaticCCtx(ws, ws_size) : NULL;
-	R->stacks = stackmap_create();
 	if (!R->buf[0] || !R->buf[1] || !R->cout || !R->work || !R->cctx ||
-	    !R->stacks || modlist_init(&R->known) ||
+	    stacks_create() || modlist_init(&R->known) ||
 	    modlist_init(&R->scratch)) {
 		hs_fail("cannot allocate recorder buffers", ENOMEM);
 		goto out;
@@ -1029,7 +899,6 @@ void recorder_init(int argc, char **argv)
 	ZSTD_CCtx_setParameter(R->cctx, ZSTD_c_checksumFlag, 1);
 	pthread_atfork(recorder_fork_prepare, recorder_fork_parent,
 		       recorder_fork_child);
-	have_leaves_key = pthread_key_create(&leaves_key, leaves_gone) == 0;
 	unsigned options = 0;
 	if (env.execed_pid == (long)getpid())
 		options |= HS_OPT_EXECED;
@@ -1309,7 +1178,7 @@ void recorder_fork_child(void)
 	modlist_clear(&R->known);
 	R->mod_generation = 0;
 	R->events_since_tick = 0;
-	if (stackmap_reset(R->stacks)) {
+	if (stacks_reset()) {
 		hs_fail("cannot allocate the stack table", ENOMEM);
 		goto out;
 	}

@@ -22,13 +22,6 @@
 
 #define HS_TLS __attribute__((tls_model("initial-exec")))
 
-#define HS_LEAVES 1024
-
-struct leaf {
-	uint64_t hash;
-	uint32_t id, n;
-};
-
 /* A heap event of a nested call (see rec_nested), kept aside while its
  * thread holds the lock: written when the thread gives the lock back. */
 #define SIDE_EVENTS 4
@@ -58,16 +51,9 @@ struct deferred {
 struct tstate {
 	int busy;
 	uintptr_t busy_sp; /* frame of the outermost busy entry */
-	uint32_t gen;      /* recorder generation the fields below belong to */
 	uint32_t seen_gen; /* generation the thread was announced in */
 	pid_t tid;
-	int n;             /* length of the previous stack */
-	uintptr_t ips[HS_DEPTH_MAX];
-	uint32_t ids[HS_DEPTH_MAX];
 	uintptr_t scratch[HS_DEPTH_MAX]; /* stack of a realloc in flight */
-	uint32_t leaves_gen;
-	int leaves_done; /* the thread is ending: no cache any more */
-	struct leaf *leaves; /* recent whole stacks: hash -> id */
 	int nside;
 	struct side_event side[SIDE_EVENTS];
 	int ndeferred;
@@ -109,7 +95,6 @@ struct recorder {
 	struct hs_enc enc;
 	int events_since_tick;
 	uint64_t counts[HS_COUNT_MAX];
-	struct stackmap *stacks;
 	struct modlist known, scratch;
 	uint64_t mod_generation;
 	/* output */

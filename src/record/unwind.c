@@ -16,8 +16,8 @@ static uintptr_t self_lo, self_hi;
 static enum unwind_method method = UNWIND_LIBUNWIND;
 
 static const char *const names[] = {
-	[UNWIND_LIBUNWIND] = "libunwind",
-	[UNWIND_FAST] = "fast",
+	[UNWIND_LIBUNWIND] = HS_UNWIND_LIBUNWIND,
+	[UNWIND_FAST] = HS_UNWIND_FAST,
 };
 
 void unwind_module_range(const struct dl_phdr_info *info, uintptr_t *lo,
@@ -149,19 +149,19 @@ void unwind_forget(void)
 		unwind_fast_forget();
 }
 
-uint64_t *unwind_memo(void)
-{
-	return method == UNWIND_FAST ? unwind_fast_memo() : NULL;
-}
-
-int unwind_capture(uintptr_t *ips, int max)
+int unwind_capture(uintptr_t *ips, int max, uint64_t *walk)
 {
 	if (max > HS_DEPTH_MAX)
 		max = HS_DEPTH_MAX;
 	if (method == UNWIND_FAST) {
 		int n = unwind_fast_capture(ips, max, self_lo, self_hi);
-		if (n >= 0)
+		if (n >= 0) {
+			if (walk)
+				*walk = unwind_fast_walk;
 			return n;
+		}
 	}
+	if (walk)
+		*walk = 0;
 	return libunwind_capture(ips, max);
 }

@@ -72,16 +72,17 @@ struct own {
  * that costs a load and a compare per frame, no rule lookup, no step.
  * Only walks that reached the outermost frame are filed, up to
  * RECENT_FRAMES deep; the table is mapped with the shadow and only the
- * entries used become resident. */
+ * entries used become resident.  An entry's walk key names its walk for
+ * the caller, who can keep what it knows of the stack by it. */
 #define FP_LIVE 4 /* in a filed walk: the RBP this frame read is used */
-#define RECENT 1024
+#define RECENT (1 << UNWIND_WALK_BITS)
 #define RECENT_FRAMES 20
 struct recent {
 	uint32_t n;       /* frames; 0: empty */
 	uint16_t fp_used; /* the walk used the first frame's RBP */
 	uint16_t old;     /* first of a set: the entry used last is the
 			   * second */
-	uint64_t memo;    /* the caller's word for this stack (unwind.h) */
+	uint64_t key;     /* its walk key (unwind.h) */
 	struct kframe f[RECENT_FRAMES]; /* outermost first, as keep */
 };
 
@@ -99,13 +100,14 @@ struct shadow {
 	struct own own[OWN_WAYS];
 	int own_next;   /* the way to replace */
 	struct unwind_fast_stats st;
-	uint64_t *memo; /* of the last capture, or NULL */
+	uint64_t filed; /* walks filed so far: the keys' high bits */
 	struct recent recent[RECENT];
 };
 /* Mapped on a thread's first capture, unmapped when it exits: static TLS
  * this large would shrink every thread's stack, or stop threads with a
  * minimal one from being created at all. */
 static __thread struct shadow *shadow TLS;
+__thread uint64_t unwind_fast_walk TLS;
 #define SHADOW_GONE ((struct shadow *)1) /* the thread is exiting */
 
 #ifdef UNWIND_FAST_SUPPORTED
@@ -125,11 +127,6 @@ int unwind_fast_init(void)
 #endif
 }
 
-uint64_t *unwind_fast_memo(void)
-{
-	return shadow > SHADOW_GONE ? shadow->memo : NULL;
-}
-
 void unwind_fast_forget(void)
 {
 	struct shadow *sh = shadow;
@@ -138,7 +135,7 @@ void unwind_fast_forget(void)
 	/* a walk may have been cut off while it was kept or filed */
 	sh->n = 0;
 	sh->complete = 0;
-	sh->memo = NULL;
+	unwind_fast_walk = 0;
 	for (int i = 0; i < OWN_WAYS; i++)
 		sh->own[i].n = 0;
 	for (int i = 0; i < RECENT; i++)
@@ -456,7 +453,7 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 		w->ips[out++] = fip;
 	}
 	set[0].old = r != set;
-	sh->memo = &r->memo;
+	unwind_fast_walk = r->key;
 	sh->st.recalled++;
 	return out;
 }
@@ -492,8 +489,11 @@ static void remember(struct shadow *sh)
 	}
 	r->n = n;
 	r->fp_used = (uint16_t)used;
-	r->memo = 0;
-	sh->memo = &r->memo;
+	/* a new key: whatever the caller kept for the entry's last walk
+	 * is not for this one */
+	r->key = ++sh->filed << UNWIND_WALK_BITS |
+		 (uint64_t)(r - sh->recent);
+	unwind_fast_walk = r->key;
 }
 
 /* Steps outwards from the frame whose return address sits in slot, with
@@ -626,7 +626,7 @@ hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 	if (unlikely(sh <= SHADOW_GONE) &&
 	    (sh == SHADOW_GONE || !(sh = shadow_get())))
 		return -1;
-	sh->memo = NULL;
+	unwind_fast_walk = 0;
 	sh->st.captures++;
 	if (unlikely(!sh->hi) && !sh->bad)
 		bounds(sh);

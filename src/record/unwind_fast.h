@@ -13,9 +13,12 @@ int unwind_fast_init(void);
  * [self_lo, self_hi) left out; -1 when this stack needs libunwind. */
 int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
 			uintptr_t self_hi);
-
-/* See unwind_memo(). */
-uint64_t *unwind_fast_memo(void);
+/* The walk key (unwind.h) of the calling thread's last capture that
+ * returned frames.  A variable, not a call: it is read at every capture,
+ * whose own frames the fast method steps over as they were (a tail call
+ * here keeps their number). */
+extern __thread uint64_t unwind_fast_walk
+	__attribute__((tls_model("initial-exec")));
 
 /* Forgets the calling thread's kept and filed walks (one may have been
  * left half made by a capture that never finished). */

@@ -39,7 +39,7 @@ static NOINLINE void leaf_a(void)
 {
 	uintptr_t ips[HS_DEPTH_MAX];
 	if (capturing)
-		last_n = unwind_capture(ips, 64);
+		last_n = unwind_capture(ips, 64, NULL);
 	sink += ips[0];
 	BARRIER();
 }
@@ -48,7 +48,7 @@ static NOINLINE void leaf_b(void)
 {
 	uintptr_t ips[HS_DEPTH_MAX];
 	if (capturing)
-		last_n = unwind_capture(ips, 64);
+		last_n = unwind_capture(ips, 64, NULL);
 	sink += ips[1];
 	BARRIER();
 }
