@@ -1,52 +1,45 @@
 /* A program allocates from few distinct stacks, over and over, so each
  * thread keeps three caches in front of the table:
  * - keyed: the ids of the stacks the caller named by a key (the walks the
- *   unwinder keeps): coming back to one costs a compare;
+ *   unwinder keeps): coming back to one costs a compare (stacks_known);
  * - leaves: its recent whole stacks by a 64-bit hash of their return
  *   addresses (and depth), which saves walking the tree;
  * - path: its previous stack, whose outer part a new one usually shares
  *   and reuses without a lookup.
- * What they hold is of one recorder generation: a forked child's trace
- * has ids of its own. */
+ * A forked child's trace has ids of its own: the one thread there empties
+ * its caches. */
 #include "stacks.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../format/rmem.h"
-#include "recorder.h"
+#include "internal.h"
 #include "stackmap.h"
-#include "unwind.h"
 
 #define LEAVES 1024
-#define KEYED (1u << UNWIND_WALK_BITS)
 
 struct leaf {
 	uint64_t hash;
 	uint32_t id, n;
 };
 
-struct keyed {
-	uint64_t key;
-	uint32_t gen, id;
-};
-
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
 struct cache {
 	struct leaf leaves[LEAVES];
-	struct keyed keyed[KEYED];
+	struct stacks_keyed keyed[STACKS_KEYED];
 };
 
 static __thread struct {
-	uint32_t gen;        /* recorder generation of the path */
-	int n;               /* length of the previous stack */
+	int n;          /* length of the previous stack */
 	uintptr_t ips[HS_DEPTH_MAX];
 	uint32_t ids[HS_DEPTH_MAX];
-	uint32_t leaves_gen; /* generation of cache->leaves */
-	int done;            /* the thread is ending: no cache any more */
+	int done;       /* the thread is ending: no cache any more */
 	struct cache *cache;
 } path HS_TLS;
+__thread struct stacks_keyed *stacks_keyed HS_TLS;
 
 static struct stackmap *table;
 static pthread_key_t cache_key;
@@ -56,6 +49,7 @@ static int have_cache_key;
  * must find no cache rather than an unmapped one. */
 static void cache_gone(void *p)
 {
+	stacks_keyed = NULL;
 	path.cache = NULL;
 	path.done = 1;
 	rmem_unmap(p, sizeof(struct cache));
@@ -72,6 +66,11 @@ int stacks_create(void)
 
 int stacks_reset(void)
 {
+	path.n = 0;
+	/* zero pages again, resident as they are used */
+	if (path.cache &&
+	    madvise(path.cache, sizeof(struct cache), MADV_DONTNEED))
+		memset(path.cache, 0, sizeof(struct cache));
 	return stackmap_reset(table);
 }
 
@@ -89,11 +88,7 @@ static struct cache *thread_cache(void)
 			rmem_unmap(path.cache, sizeof(struct cache));
 			path.cache = NULL;
 		}
-		path.leaves_gen = hs_rec.gen;
-	}
-	if (path.cache && path.leaves_gen != hs_rec.gen) {
-		memset(path.cache->leaves, 0, sizeof(path.cache->leaves));
-		path.leaves_gen = hs_rec.gen;
+		stacks_keyed = path.cache ? path.cache->keyed : NULL;
 	}
 	return path.cache;
 }
@@ -104,7 +99,7 @@ static struct cache *thread_cache(void)
 static uint32_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
 			    int *fresh)
 {
-	int m = path.gen == hs_rec.gen ? path.n : 0;
+	int m = path.n;
 	int c = 0;
 	while (c < n && c < m && ips[n - 1 - c] == path.ips[m - 1 - c])
 		c++;
@@ -132,7 +127,6 @@ static uint32_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
 	memcpy(path.ips, ips, (size_t)n * sizeof(*ips));
 	memcpy(path.ids, ids, (size_t)n * sizeof(*ids));
 	path.n = n;
-	path.gen = hs_rec.gen;
 	return n ? ids[0] : 0;
 }
 
@@ -165,18 +159,17 @@ static inline uint64_t stack_hash(const uintptr_t *ips, int n)
 	return lane(h, 0);
 }
 
-/* Past the keyed cache: its own function, so that a hit costs no more
- * than the compare. */
-static __attribute__((noinline)) uint32_t
-intern_unkeyed(const uintptr_t *ips, int n, uint64_t key, uint8_t **pp,
-	       int *fresh)
+uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
+		       uint8_t **pp, int *fresh)
 {
 	struct cache *c = thread_cache();
 	if (!c)
 		return intern_path(ips, n, pp, fresh);
+	uint32_t id = stacks_known(key);
+	if (id)
+		return id;
 	uint64_t h = stack_hash(ips, n);
 	struct leaf *l = &c->leaves[h & (LEAVES - 1)];
-	uint32_t id;
 	if (l->hash == h && l->n == (uint32_t)n && l->id) {
 		id = l->id;
 	} else {
@@ -184,19 +177,7 @@ intern_unkeyed(const uintptr_t *ips, int n, uint64_t key, uint8_t **pp,
 		*l = (struct leaf){ h, id, (uint32_t)n };
 	}
 	if (key && id)
-		c->keyed[key & (KEYED - 1)] =
-			(struct keyed){ key, hs_rec.gen, id };
+		c->keyed[key & (STACKS_KEYED - 1)] =
+			(struct stacks_keyed){ key, id };
 	return id;
-}
-
-uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       uint8_t **pp, int *fresh)
-{
-	const struct cache *c = path.cache;
-	if (key && c) {
-		const struct keyed *k = &c->keyed[key & (KEYED - 1)];
-		if (k->key == key && k->gen == hs_rec.gen)
-			return k->id;
-	}
-	return intern_unkeyed(ips, n, key, pp, fresh);
 }
