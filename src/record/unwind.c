@@ -12,7 +12,7 @@
 #include "unwind_fast.h"
 
 /* The recorder's own code, whose frames never appear in a stack. */
-static uintptr_t self_lo, self_hi;
+static struct code_range self;
 static enum unwind_method method = UNWIND_LIBUNWIND;
 
 static const char *const names[] = {
@@ -43,8 +43,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	uintptr_t target = (uintptr_t)data, lo, hi;
 	unwind_module_range(info, &lo, &hi);
 	if (target >= lo && target < hi) {
-		self_lo = lo;
-		self_hi = hi;
+		self.lo = lo;
+		self.hi = hi;
 		return 1;
 	}
 	return 0;
@@ -128,8 +128,8 @@ static int libunwind_capture(uintptr_t *ips, int max)
 	internal_end();
 	pthread_setcancelstate(cancel, NULL);
 	int i = 0, out = 0;
-	while (i < n && (uintptr_t)raw[i] >= self_lo &&
-	       (uintptr_t)raw[i] < self_hi)
+	while (i < n && (uintptr_t)raw[i] >= self.lo &&
+	       (uintptr_t)raw[i] < self.hi)
 		i++;
 	for (; i < n && out < max; i++)
 		ips[out++] = (uintptr_t)raw[i];
@@ -154,14 +154,10 @@ int unwind_capture(uintptr_t *ips, int max, uint64_t *walk)
 	if (max > HS_DEPTH_MAX)
 		max = HS_DEPTH_MAX;
 	if (method == UNWIND_FAST) {
-		int n = unwind_fast_capture(ips, max, self_lo, self_hi);
-		if (n >= 0) {
-			if (walk)
-				*walk = unwind_fast_walk;
+		int n = unwind_fast_capture(ips, max, &self, walk);
+		if (n >= 0)
 			return n;
-		}
 	}
-	if (walk)
-		*walk = 0;
+	*walk = 0;
 	return libunwind_capture(ips, max);
 }

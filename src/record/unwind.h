@@ -18,8 +18,8 @@ enum unwind_method {
  * default, fast where available; -1 if unknown or not available here. */
 int unwind_init(const char *name);
 const char *unwind_name(void);
-/* Up to max return addresses into ips; returns how many.  *walk (walk
- * may be NULL) is set to the key of the walk that found them, or 0: the
+/* Up to max return addresses into ips; returns how many.  *walk is set
+ * to the key of the walk that found them, or 0: the
  * unwinder keeps some walks per thread, and a later capture by the same
  * thread with the same key returned the same frames, whatever max it
  * asked for.  A key is never reused by the thread; its low

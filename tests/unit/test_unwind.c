@@ -33,7 +33,8 @@ static const char *where = "?";
 
 static NOINLINE int grab(uintptr_t *ips, int max)
 {
-	int n = unwind_capture(ips, max, NULL);
+	uint64_t key;
+	int n = unwind_capture(ips, max, &key);
 	BARRIER();
 	return n;
 }
