@@ -35,10 +35,10 @@ static struct modlist known, scratch;
 static uint64_t mod_generation;
 
 /* Lock held: announces a new thread and switches the stream to it. */
-static uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
+static __attribute__((noinline)) uint8_t *
+thread_switch(struct tstate *t, pid_t tid, uint8_t *p)
 {
 	struct recorder *R = &hs_rec;
-	pid_t tid = hs_tid();
 	if (t->seen_gen != R->gen) {
 		char name[17] = "";
 		t->seen_gen = R->gen;
@@ -54,6 +54,18 @@ static uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
 		p = enc_u64(p, HS_REC_SWITCH, (uint64_t)tid);
 		R->enc.tid = (uint64_t)tid;
 	}
+	return p;
+}
+
+/* Every record of a thread's goes after this: inline, since the stream
+ * is mostly the same thread's already. */
+static inline uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
+{
+	pid_t tid = hs_tid();
+	if (__builtin_expect(t->seen_gen != hs_rec.gen ||
+				     hs_rec.enc.tid != (uint64_t)tid,
+			     0))
+		return thread_switch(t, tid, p);
 	return p;
 }
 #define PREFIX_MAX (2 * (1 + HS_VARINT_MAX) + RECORDS_THREAD_NAME_MAX(16))
