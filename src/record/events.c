@@ -70,9 +70,18 @@ static inline uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
 }
 #define PREFIX_MAX (2 * (1 + HS_VARINT_MAX) + RECORDS_THREAD_NAME_MAX(16))
 
+/* Lock held: room for a record of the calling thread's, of at most n
+ * bytes, after its prefix; NULL when recording stopped. */
+static inline uint8_t *reserve_thread(size_t n)
+{
+	uint8_t *p = hs_live->on ? buffer_reserve(PREFIX_MAX + n) : NULL;
+	return p ? thread_prefix(&hs_thread, p) : NULL;
+}
+
+/* an event and the stack nodes it may add */
 static size_t event_bound(int depth)
 {
-	return PREFIX_MAX + (size_t)depth * STACK_REC_MAX + HS_EVENT_MAX;
+	return (size_t)depth * STACK_REC_MAX + HS_EVENT_MAX;
 }
 
 static void count_event(unsigned counter)
@@ -111,11 +120,9 @@ put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
 	  int *fresh)
 {
 	struct recorder *R = &hs_rec;
-	struct tstate *t = &hs_thread;
-	uint8_t *p = hs_live->on ? buffer_reserve(event_bound(n)) : NULL;
+	uint8_t *p = reserve_thread(event_bound(n));
 	if (!p)
 		return;
-	p = thread_prefix(t, p);
 	uint32_t id = 0;
 	if (e->kind != HS_REC_FREE && e->kind != HS_REC_MUNMAP) {
 		id = stacks_known(key);
@@ -392,11 +399,8 @@ void rec_mark(unsigned kind, const char *label)
 	int ok = sampler_take(&s, 1);
 	pthread_setcancelstate(cancel, NULL);
 	rec_lock();
-	uint8_t *p = hs_live->on ? buffer_reserve(PREFIX_MAX +
-						  RECORDS_MARK_MAX(len))
-				 : NULL;
+	uint8_t *p = reserve_thread(RECORDS_MARK_MAX(len));
 	if (p) {
-		p = thread_prefix(&hs_thread, p);
 		buffer_commit(records_mark(&hs_rec.enc, p, now_ns(), kind,
 					   label ? label : "", len));
 		hs_rec.counts[HS_COUNT_MARKS]++;
@@ -410,14 +414,10 @@ void rec_thread_name(const char *name)
 {
 	size_t len = strnlen(name, RECORDS_NAME_MAX);
 	rec_lock();
-	uint8_t *p = hs_live->on ? buffer_reserve(PREFIX_MAX +
-						  RECORDS_THREAD_NAME_MAX(len))
-				 : NULL;
-	if (p) {
-		p = thread_prefix(&hs_thread, p);
+	uint8_t *p = reserve_thread(RECORDS_THREAD_NAME_MAX(len));
+	if (p)
 		buffer_commit(records_thread_name(p, (uint64_t)hs_tid(), name,
 						  len));
-	}
 	rec_unlock();
 }
 

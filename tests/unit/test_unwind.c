@@ -25,6 +25,12 @@
 #else
 #define O0 __attribute__((noinline, optimize("O0")))
 #endif
+/* keeps a loop a loop: one call site for every round */
+#if defined(__clang__)
+#define ONE_CALL_SITE _Pragma("nounroll")
+#else
+#define ONE_CALL_SITE _Pragma("GCC unroll 1")
+#endif
 /* keeps a call from becoming a jump, as real code around malloc does */
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
@@ -56,11 +62,7 @@ static NOINLINE int compare_max(int max, int expect_fallback)
 	struct unwind_fast_stats before, after;
 	unwind_fast_stats(&before);
 	/* one call site for all three: the loop must stay a loop */
-#if defined(__clang__)
-#pragma nounroll
-#else
-#pragma GCC unroll 1
-#endif
+	ONE_CALL_SITE
 	for (int i = 0; i < 3; i++) {
 		if (unwind_init(order[i])) {
 			fprintf(stderr, "unwind_init(%s) failed\n", order[i]);
@@ -428,13 +430,6 @@ static NOINLINE void key_here(uint64_t *key)
 	BARRIER();
 }
 
-static NOINLINE void key_there(uint64_t *key)
-{
-	uintptr_t ips[HS_DEPTH_MAX];
-	unwind_capture(ips, HS_DEPTH_MAX, key);
-	BARRIER();
-}
-
 static NOINLINE void check_keys(void)
 {
 	uint64_t key[4], there;
@@ -443,15 +438,11 @@ static NOINLINE void check_keys(void)
 	 * unwinder's own frames and is filed from there, the second is filed
 	 * past them, the third and fourth are taken back */
 	unwind_fast_stats(&before);
-#if defined(__clang__)
-#pragma nounroll
-#else
-#pragma GCC unroll 1
-#endif
+	ONE_CALL_SITE
 	for (int i = 0; i < 4; i++)
 		key_here(&key[i]);
 	unwind_fast_stats(&after);
-	key_there(&there);
+	key_here(&there); /* another call site: another stack */
 	if (!key[2] || key[3] != key[2] || !there || there == key[2] ||
 	    after.recalled - before.recalled < 2) {
 		fprintf(stderr, "FAIL walk keys %#llx, again %#llx (%s), "
