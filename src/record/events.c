@@ -1,7 +1,6 @@
 /* Heap events, marks, thread names and module records, appended under
  * the recorder lock; calls nested in recorder code, set aside while
  * their thread holds it. */
-#include <errno.h>
 #include <string.h>
 #include <sys/prctl.h>
 
