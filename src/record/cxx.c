@@ -174,7 +174,7 @@ __attribute__((noinline)) static void *call_new_framed(const void *f,
  * their own operators, which never reach malloc: recorded here. */
 static inline int cxx_records(void)
 {
-	return !hs_rec.has_mallinfo;
+	return hs_settings.record_operators;
 }
 
 /* An event with the stack taken before the call: the realloc entry point
@@ -239,7 +239,7 @@ cxx_new(enum op id, enum shape s, size_t n, size_t al, const void *nt,
 	fl.size = n;
 	fl.noted = 0;
 	fl.ips = t->scratch; /* free: nothing is recorded meanwhile */
-	fl.depth = unwind_capture(t->scratch, hs_rec.depth);
+	fl.depth = rec_stack(t->scratch);
 	cxx_flight = &fl;
 	/* what the real operator allocates is its own (noted, not recorded) */
 	internal_begin();

@@ -141,25 +141,3 @@ int modlist_contains(const struct modlist *l, const struct module *m,
 	}
 	return 0;
 }
-
-size_t module_record_bound(const struct module *m)
-{
-	return 1 + 4 * HS_VARINT_MAX + m->path_len + m->build_id_len +
-	       m->nseg * 4 * HS_VARINT_MAX;
-}
-
-uint8_t *module_encode(uint8_t *p, const struct module *m, const char *pool)
-{
-	*p++ = HS_REC_MODULE;
-	p = varint_put(p, m->base);
-	p = enc_str(p, pool + m->path_off, m->path_len);
-	p = enc_str(p, m->build_id, m->build_id_len);
-	p = varint_put(p, m->nseg);
-	for (uint32_t i = 0; i < m->nseg; i++) {
-		p = varint_put(p, m->segs[i].vaddr);
-		p = varint_put(p, m->segs[i].memsz);
-		p = varint_put(p, m->segs[i].offset);
-		p = varint_put(p, m->segs[i].flags);
-	}
-	return p;
-}

@@ -1,5 +1,6 @@
 /* The loaded modules (executable, shared objects, vdso) with their
- * build-ids and segments, so that stacks can be symbolized offline. */
+ * build-ids and segments, so that stacks can be symbolized offline
+ * (their records: records.h). */
 #ifndef HS_MODULES_H
 #define HS_MODULES_H
 
@@ -37,8 +38,5 @@ int modlist_collect(struct modlist *l);
 uint64_t modules_generation(void);
 int modlist_contains(const struct modlist *l, const struct module *m,
 		     const char *pool);
-/* Upper bound of the encoded size of m's record. */
-size_t module_record_bound(const struct module *m);
-uint8_t *module_encode(uint8_t *p, const struct module *m, const char *pool);
 
 #endif

@@ -1,6 +1,8 @@
-/* The interposers: every allocation-API entry point of the program comes
- * here first.  Each one calls the real function, keeps its result and
- * errno exactly, and tells the recorder what happened. */
+/* The interposers of the allocation API: every allocation, free and
+ * anonymous map of the program comes here first.  Each one calls the
+ * real function, keeps its result and errno exactly, and tells the
+ * recorder what happened.  Those of the process's life (exec, _exit, the
+ * marker API) are in process.c. */
 /* mmap and mmap64 are both defined here, under their own names */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
@@ -12,41 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#define HEAPSLOPE_RECORDER
-#include "../include/heapslope.h"
-#include "../format/rmem.h"
 #include "cxx.h"
+#include "interpose.h"
 #include "recorder.h"
+#include "unwind.h"
 
-#define EXPORT __attribute__((visibility("default")))
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
-static struct {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-	void *(*mmap)(void *, size_t, int, int, int, off_t);
-	int (*munmap)(void *, size_t);
-	void *(*mremap)(void *, size_t, size_t, int, ...);
-	int (*execve)(const char *, char *const[], char *const[]);
-	int (*execvpe)(const char *, char *const[], char *const[]);
-	int (*fexecve)(int, char *const[], char *const[]);
-	int (*execveat)(int, const char *, char *const[], char *const[], int);
-	void (*_exit)(int) __attribute__((noreturn));
-	int (*pthread_setname_np)(pthread_t, const char *);
-	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
-	int (*pipe2)(int[2], int);
-} real;
+struct real_fns real;
 
 /* dlsym may allocate before the real allocator is known: serve those few
  * requests from a static arena whose blocks are never freed. */
@@ -174,13 +148,11 @@ static int own_caller(const void *ra)
 	return 0;
 }
 
-static inline int ready(void)
+int interpose_resolve(void)
 {
-	if (unlikely(!real.free)) {
-		if (resolving)
-			return 0;
-		resolve();
-	}
+	if (resolving)
+		return 0;
+	resolve();
 	return real.free != NULL;
 }
 
@@ -305,8 +277,8 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 	} else if (mode == HOOK_NESTED) {
 		/* the outer call may be a realloc using scratch */
 		uintptr_t ips[HS_DEPTH_MAX];
-		int depth = unwind_capture_plain(ips, hs_rec.depth);
-		int locked = rec_nested_lock();
+		int depth;
+		int locked = rec_nested_realloc_begin(&depth, ips);
 		p = REAL_REALLOC();
 		int e = errno;
 		rec_nested_realloc_end(locked, fn, old, p, total, depth, ips);
@@ -398,7 +370,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	/* the allocator's own maps (nested calls) belong to the heap */
 	HOOK_BEGIN();
 	void *p = real.mmap(addr, len, prot, flags, fd, off);
-	if (mode == HOOK_RECORD && hs_rec.record_mmap &&
+	if (mode == HOOK_RECORD && hs_settings.record_mmap &&
 	    (flags & MAP_ANONYMOUS))
 		record_result(mode, HS_FN_MMAP, p == MAP_FAILED ? NULL : p,
 			      len, CALLER);
@@ -413,7 +385,7 @@ EXPORT int munmap(void *addr, size_t len)
 	if (unlikely(!ready()))
 		return -1;
 	HOOK_BEGIN();
-	if (mode == HOOK_RECORD && hs_rec.record_mmap) {
+	if (mode == HOOK_RECORD && hs_settings.record_mmap) {
 		int e = errno;
 		rec_munmap(addr, len);
 		errno = e;
@@ -436,7 +408,7 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 		return MAP_FAILED;
 	HOOK_BEGIN();
 	void *p;
-	if (mode == HOOK_RECORD && hs_rec.record_mmap) {
+	if (mode == HOOK_RECORD && hs_settings.record_mmap) {
 		int depth;
 		uintptr_t *ips = hs_thread.scratch;
 		rec_realloc_begin(&depth, ips);
@@ -450,254 +422,6 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 	}
 	HOOK_END();
 	return p;
-}
-
-/* ---- process lifetime: exec and _exit end an image without exit() ---- */
-
-/* The environment for the new image: the program's, with
- * HEAPSLOPE_EXECED naming this process (so that the image knows it was
- * exec'd here, and what the image before it left is not taken for that);
- * under --no-follow, without the recorder in LD_PRELOAD.  Made in `room`
- * when it fits (4 KiB of the caller's stack: threads may have small
- * ones), else in memory mapped for it (*map, *map_size; exec replaces
- * it, or the caller unmaps it).  If no room can be had, the program's
- * own environment goes on unchanged. */
-static size_t env_count(char *const envp[])
-{
-	size_t n = 0;
-	while (envp && envp[n])
-		n++;
-	return n;
-}
-
-static char *const *exec_env(char *const envp[], char *room, size_t cap,
-			     void **map, size_t *map_size)
-{
-	static const char execed[] = "HEAPSLOPE_EXECED=",
-			  preload[] = "LD_PRELOAD=";
-	Dl_info self;
-	*map = NULL;
-	if (!envp)
-		return envp;
-	const char *lib = !hs_rec.follow && dladdr((void *)recorder_init,
-						   &self)
-				  ? self.dli_fname
-				  : NULL;
-	size_t n = env_count(envp), text = 64;
-	for (size_t i = 0; lib && i < n; i++)
-		if (!strncmp(envp[i], preload, sizeof(preload) - 1))
-			text += strlen(envp[i]) + 1;
-	size_t need = (n + 2) * sizeof(char *) + text;
-	char *buf = room;
-	if (need > cap) {
-		buf = rmem_map(need);
-		if (!buf)
-			return envp;
-		*map = buf;
-		*map_size = need;
-	}
-	char **out = (char **)buf;
-	char *o = buf + (n + 2) * sizeof(char *);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *v = envp[i];
-		if (!strncmp(v, execed, sizeof(execed) - 1))
-			continue;
-		if (lib && !strncmp(v, preload, sizeof(preload) - 1)) {
-			/* the list without our library, as the loader splits
-			 * it: on spaces and colons (never longer than it was) */
-			size_t l = sizeof(preload) - 1, ll = strlen(lib);
-			memcpy(o, preload, l);
-			for (const char *s = v + l; *s;) {
-				size_t w = strcspn(s, ": ");
-				if (w && !(w == ll && !memcmp(s, lib, w))) {
-					if (l > sizeof(preload) - 1)
-						o[l++] = ' ';
-					memcpy(o + l, s, w);
-					l += w;
-				}
-				s += w + (s[w] != 0);
-			}
-			o[l++] = 0;
-			v = o;
-			o += l;
-		}
-		out[k++] = (char *)v;
-	}
-	snprintf(o, 64, "%s%d", execed, (int)getpid());
-	out[k++] = o;
-	out[k] = NULL;
-	return out;
-}
-
-/* Closes the trace as the image ends; if exec fails, recording resumes. */
-#define EXEC_HOOK(call, path, envp)                                          \
-	if (unlikely(!ready()))                                              \
-		return -1;                                                   \
-	_Alignas(8) char room_[4096];                                        \
-	void *map_;                                                          \
-	size_t map_size_ = 0;                                                \
-	int e_ = errno;                                                      \
-	char *const *use_ = exec_env(envp, room_, sizeof(room_), &map_,      \
-				     &map_size_);                            \
-	recorder_before_exec(path);                                          \
-	errno = e_;                                                          \
-	int rc_ = call;                                                      \
-	e_ = errno;                                                          \
-	rmem_unmap(map_, map_size_);                                         \
-	recorder_exec_failed();                                              \
-	errno = e_;                                                          \
-	return rc_
-
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	EXEC_HOOK(real.execve(path, argv, use_), path, envp);
-}
-
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	EXEC_HOOK(real.execvpe(file, argv, use_), file, envp);
-}
-
-EXPORT int execv(const char *path, char *const argv[])
-{
-	return execve(path, argv, environ);
-}
-
-EXPORT int execvp(const char *file, char *const argv[])
-{
-	return execvpe(file, argv, environ);
-}
-
-EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
-{
-	EXEC_HOOK(real.fexecve(fd, argv, use_), "(fd)", envp);
-}
-
-EXPORT int execveat(int dirfd, const char *path, char *const argv[],
-		    char *const envp[], int flags)
-{
-	EXEC_HOOK(real.execveat(dirfd, path, argv, use_, flags), path, envp);
-}
-
-/* execl, execlp, execle: collect the arguments, then as execv*. */
-#define COLLECT_ARGS(first, last_named, argv, want_envp, envp_out)           \
-	size_t argc_ = 1;                                                    \
-	va_list ap_;                                                         \
-	va_start(ap_, last_named);                                           \
-	while (va_arg(ap_, char *))                                          \
-		argc_++;                                                     \
-	va_end(ap_);                                                         \
-	char **argv = __builtin_alloca((argc_ + 1) * sizeof(char *));        \
-	argv[0] = (char *)(first);                                           \
-	va_start(ap_, last_named);                                           \
-	for (size_t i_ = 1; i_ <= argc_; i_++)                               \
-		argv[i_] = va_arg(ap_, char *);                              \
-	if (want_envp)                                                       \
-		*(char ***)(envp_out) = va_arg(ap_, char **);                \
-	va_end(ap_)
-
-EXPORT int execl(const char *path, const char *arg, ...)
-{
-	COLLECT_ARGS(arg, arg, argv, 0, NULL);
-	return execve(path, argv, environ);
-}
-
-EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	COLLECT_ARGS(arg, arg, argv, 0, NULL);
-	return execvpe(file, argv, environ);
-}
-
-EXPORT int execle(const char *path, const char *arg, ...)
-{
-	char **envp = NULL;
-	COLLECT_ARGS(arg, arg, argv, 1, &envp);
-	return execve(path, argv, envp);
-}
-
-EXPORT void _exit(int status)
-{
-	if (ready()) {
-		recorder_finish(HS_END__EXIT);
-		real._exit(status);
-	}
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
-}
-
-EXPORT void _Exit(int status) __attribute__((alias("_exit")));
-
-EXPORT int pthread_setname_np(pthread_t th, const char *name)
-{
-	if (unlikely(!ready()))
-		return ENOSYS;
-	int rc = real.pthread_setname_np(th, name);
-	struct tstate *t = &hs_thread;
-	if (rc == 0 && pthread_equal(th, pthread_self()) &&
-	    recorder_wants(t)) {
-		busy_enter(t);
-		rec_thread_name(name);
-		busy_leave(t);
-	}
-	return rc;
-}
-
-/* glibc holds the thread's descriptor lock while this allocates: the
- * unwinder must not call it again underneath (guard.h). */
-EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
-{
-	if (unlikely(!ready()) || !real.pthread_getattr_np)
-		return ENOSYS;
-	hs_guard.getattr++;
-	int rc = real.pthread_getattr_np(th, attr);
-	hs_guard.getattr--;
-	return rc;
-}
-
-/* libunwind keeps a pipe to probe memory with (it writes a byte from the
- * address into it and reads it back), and opens it again whenever a read
- * fails.  On the program's lowest free descriptors it would take the
- * numbers the program is about to open, and after the program closed
- * them and opened files there, write into those.  Pipes the recorder's
- * own code opens go to high descriptors instead, out of the way. */
-EXPORT int pipe2(int fds[2], int flags)
-{
-	if (unlikely(!ready()) || !real.pipe2) {
-		errno = ENOSYS;
-		return -1;
-	}
-	int rc = real.pipe2(fds, flags);
-	if (rc || !hs_guard.internal)
-		return rc;
-	for (int i = 0; i < 2; i++)
-		fds[i] = fd_high(fds[i], HS_FD_HIGH + 10);
-	unwind_note_pipe(fds);
-	return 0;
-}
-
-/* ---- the marker API (heapslope.h) ---- */
-
-static void mark(unsigned kind, const char *label)
-{
-	struct tstate *t = &hs_thread;
-	if (!recorder_wants(t))
-		return;
-	int e = errno;
-	busy_enter(t);
-	rec_mark(kind, label);
-	busy_leave(t);
-	errno = e;
-}
-
-EXPORT void heapslope_mark_batch(void)
-{
-	mark(HS_MARK_BATCH, NULL);
-}
-
-EXPORT void heapslope_mark(const char *label)
-{
-	mark(HS_MARK_LABEL, label);
 }
 
 __attribute__((constructor)) static void preload_init(int argc, char **argv)

@@ -1,44 +1,24 @@
-/* The recorder's state and its event entry points, called by the
- * interposers in preload.c.  Everything here runs inside the recorded
- * program: no malloc, no exit, no crash; on failure recording stops. */
+/* The recorder's event API, for the interposers (preload.c, process.c,
+ * cxx.c, signals.c): they tell it what the program's calls did, as they
+ * happen.  Everything behind it runs inside the recorded program: no
+ * malloc, no exit, no crash; on failure recording stops.  What the
+ * recorder's own modules share among themselves is in internal.h. */
 #ifndef HS_RECORDER_H
 #define HS_RECORDER_H
 
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced */
-#include <zstd.h>
+#include <unistd.h>
 
-#include "../format/encoder.h"
+#include "../format/trace_format.h"
+#include "../launch/contract.h"
 #include "guard.h"
 #include "lock.h"
-#include "modules.h"
-#include "stackmap.h"
-#include "unwind.h"
 
 #define HS_TLS __attribute__((tls_model("initial-exec")))
-
-#define HS_LEAVES 1024
-
-struct leaf {
-	uint64_t hash;
-	uint32_t id, n;
-};
-
-/* A heap event of a nested call (see rec_nested), kept aside while its
- * thread holds the lock: written when the thread gives the lock back. */
-#define SIDE_EVENTS 4
-#define SIDE_DEPTH 32
-struct side_event {
-	uint8_t kind, fn; /* HS_REC_ALLOC... */
-	uint16_t n;
-	uint64_t old, ptr, size;
-	uintptr_t ips[SIDE_DEPTH];
-};
 
 /* Signals that arrived while the thread was busy, kept blocked until it
  * is not (signals.c); pid: the process it arrived in (a forked child
@@ -50,7 +30,6 @@ struct deferred {
 	siginfo_t info;
 };
 
-
 /* Per-thread state.  busy counts the recorder's entries on this thread:
  * while it is set the thread runs recorder code (or must not be recorded
  * at all), signal handlers wait, and allocations made underneath are
@@ -58,18 +37,9 @@ struct deferred {
 struct tstate {
 	int busy;
 	uintptr_t busy_sp; /* frame of the outermost busy entry */
-	uint32_t gen;      /* recorder generation the fields below belong to */
-	uint32_t seen_gen; /* generation the thread was announced in */
+	uint32_t seen_gen; /* trace generation the thread was announced in */
 	pid_t tid;
-	int n;             /* length of the previous stack */
-	uintptr_t ips[HS_DEPTH_MAX];
-	uint32_t ids[HS_DEPTH_MAX];
 	uintptr_t scratch[HS_DEPTH_MAX]; /* stack of a realloc in flight */
-	uint32_t leaves_gen;
-	int leaves_done; /* the thread is ending: no cache any more */
-	struct leaf *leaves; /* recent whole stacks: hash -> id */
-	int nside;
-	struct side_event side[SIDE_EVENTS];
 	int ndeferred;
 	struct deferred deferred[DEFER_MAX];
 	int fork_nested; /* fork() while this thread held a lock */
@@ -86,65 +56,26 @@ struct live {
 	hs_lock table_lock; /* signals.c's table of the program's handlers */
 };
 extern struct live *hs_live;
+/* A trace was started in this process (unlike hs_live->owner, kept by a
+ * child made without fork()'s handlers: that is how it is told). */
+extern int hs_started;
 
-/* Global state, guarded by lock unless noted. */
-struct recorder {
-	hs_lock lock;
-	hs_event wake_writer; /* a full buffer is pending, or stop */
-	hs_event space;       /* the pending buffer was written */
-	int failed;
-	int started;       /* a trace was started in this process */
-	int ended;         /* its end record is written */
-	int finishing;     /* the image ends: the last chance to write */
-	int fail_kind;     /* FAIL_*: how recording stopped */
-	int on_at_fork;    /* recording when fork() was called */
-	int stop;
-	uint32_t gen;
-	pid_t pid;
-	/* double buffer: appenders fill buf[active], the writer compresses
-	 * buf[!active] while pending */
-	uint8_t *buf[2];
-	size_t cap, len, pending_len;
-	int active, pending;
-	struct hs_enc enc;
-	int events_since_tick;
-	uint64_t counts[HS_COUNT_MAX];
-	struct stackmap *stacks;
-	struct modlist known, scratch;
-	uint64_t mod_generation;
-	/* output */
-	int fd;
-	uint64_t file_off; /* end of the last complete chunk */
-	dev_t dev;         /* identity of the trace file behind fd */
-	ino_t ino;
-	char path[4096];
-	ZSTD_CCtx *cctx;
-	uint8_t *cout;
-	uint8_t *work; /* room to transpose a buffer into columns */
-	size_t cout_cap;
-	uint64_t last_flush_ns;
-	pthread_t writer;
-	int writer_running;
-	/* settings */
+/* What `heapslope record` asked for (launch/contract.h), read at
+ * start-up (settings.c). */
+struct settings {
 	int depth;
 	int interval_ms;
 	int follow;
 	int record_mmap;
-	int has_mallinfo;    /* the allocator is glibc's */
-	int mallinfo;        /* MALLINFO_*: when marks read mallinfo2 */
-	uint64_t mallinfo_next_ns; /* auto: not before this time */
-	uint64_t start_ns; /* CLOCK_MONOTONIC at start */
-	int argc;
-	char **argv;
-	char stop_reason[512]; /* why recording stopped, for the trace */
+	int mallinfo;      /* enum hs_mallinfo: when marks read mallinfo2 */
+	int glibc_heap;    /* glibc's malloc is underneath: mallinfo2 says
+			    * how its heap is used */
+	int record_operators; /* C++ new and delete are recorded as such
+			       * (cxx.c): the allocator underneath has
+			       * operators of its own, which never reach
+			       * malloc */
 };
-extern struct recorder hs_rec;
-
-enum { MALLINFO_NEVER, MALLINFO_AUTO, MALLINFO_ALWAYS };
-/* FAIL_IO: the trace cannot be written (a full disk); FAIL_FD: the
- * program closed or replaced its descriptor; FAIL_OTHER: the trace is
- * fine, recording is not */
-enum { FAIL_OTHER, FAIL_IO, FAIL_FD };
+extern struct settings hs_settings;
 
 static inline pid_t hs_tid(void)
 {
@@ -199,6 +130,8 @@ enum hook_mode {
 		      * in those objects, else a nested one (preload.c) */
 };
 
+/* A process made without fork()'s handlers (_Fork, clone, a raw system
+ * call) found on its first call: recording stays off here. */
 void recorder_orphan(void);
 
 static inline enum hook_mode hook_mode(const struct tstate *t)
@@ -206,22 +139,32 @@ static inline enum hook_mode hook_mode(const struct tstate *t)
 	if (__builtin_expect(hs_live->on && !t->busy, 1))
 		return HOOK_RECORD;
 	if (!hs_live->on) {
-		if (__builtin_expect(!hs_live->owner && hs_rec.started, 0))
+		if (__builtin_expect(!hs_live->owner && hs_started, 0))
 			recorder_orphan();
 		return HOOK_PASS;
 	}
 	return hs_guard.internal || hs_guard.real ? HOOK_INNER : HOOK_NESTED;
 }
 
+/* ---- lifecycle.c: the image starts, execs, ends ---- */
+
 void recorder_init(int argc, char **argv);
 void recorder_finish(unsigned reason);
 void recorder_before_exec(const char *path);
 void recorder_exec_failed(void); /* exec returned: record again */
-void recorder_fork_prepare(void);
-void recorder_fork_parent(void);
-void recorder_fork_child(void);
+/* The environment for the image exec is about to start, made from envp
+ * in room (cap bytes) when it fits, else in memory mapped for it (*map,
+ * *map_size, which the caller unmaps if exec returns). */
+char *const *recorder_exec_env(char *const envp[], char *room, size_t cap,
+			       void **map, size_t *map_size);
+/* The program left recorder code it had interrupted, with longjmp from
+ * a signal handler (signals.c): its locks are given back, the event in
+ * flight is counted as unrecorded. */
+void recorder_abandoned(void);
 
-/* Events.  Each captures the caller's stack where the event has one. */
+/* ---- events.c: heap events, each with the caller's stack where the
+ * event has one ---- */
+
 void rec_alloc(unsigned fn, const void *p, size_t size);
 void rec_fail(unsigned fn, size_t size);
 void rec_free(unsigned fn, const void *p); /* before the real free */
@@ -235,81 +178,38 @@ void rec_munmap(const void *p, size_t len);
  * event waits aside until it gives the lock back.  ra: the caller. */
 void rec_nested(unsigned kind, unsigned fn, const void *old, const void *p,
 		size_t size, const void *ra);
-/* A realloc-like call of a nested caller: the lock is taken across it
- * (rec_nested_lock: 0 when the thread holds it already), then the event
- * is recorded, or set aside when the lock was the thread's. */
-int rec_nested_lock(void);
-
-void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
-			    const void *ptr, size_t size, int n,
-			    const uintptr_t *ips);
-/* The program left recorder code it had interrupted, with longjmp from
- * a signal handler (signals.c): its locks are given back, the event in
- * flight is counted as unrecorded. */
-void recorder_abandoned(struct tstate *t);
+/* The caller's stack, for an event recorded later (operator new):
+ * HS_DEPTH_MAX frames of room in ips; returns the depth. */
+int rec_stack(uintptr_t *ips);
 /* realloc-like calls run between begin and end with the lock held, so
  * that no other thread can reuse the old address in between. */
 void rec_realloc_begin(int *depth, uintptr_t *ips);
 void rec_realloc_end(unsigned fn, const void *old, const void *p,
 		     size_t size, int depth, const uintptr_t *ips);
+/* The same for a nested caller: its stack by libunwind (rec_nested),
+ * and the lock taken unless the thread holds it already (returns 0
+ * then), in which case the event is set aside. */
+int rec_nested_realloc_begin(int *depth, uintptr_t *ips);
+void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
+			    const void *ptr, size_t size, int n,
+			    const uintptr_t *ips);
 /* the same for mremap: recorded only for the program's anonymous maps */
 void rec_mremap_end(const void *old, size_t old_len, const void *p,
 		    size_t len, int depth, const uintptr_t *ips);
 void rec_mark(unsigned kind, const char *label);
 void rec_thread_name(const char *name);
-void rec_modules_changed(void);
 
 /* The recorder lock, for program threads: giving it back writes the
  * thread's nested events kept aside meanwhile. */
 void rec_lock(void);
 void rec_unlock(void);
 
+/* ---- trace.c: descriptors out of the program's way ---- */
+
 /* fd, moved to a descriptor out of the program's way (from `from` up,
  * HS_FD_HIGH for the trace and statm; close-on-exec), or left where it
  * is if none can be had. */
 #define HS_FD_HIGH 700
 int fd_high(int fd, int from);
-/* Whether fd is open on the file (dev, ino). */
-int fd_is(int fd, dev_t dev, ino_t ino);
-
-/* writer.c */
-int writer_start(void);
-void writer_stop(void);
-uint64_t now_ns(void);
-/* Opens /proc/self/statm for the samples (at the start of a trace);
- * around fork, keeps it whole; closes it in a forked child (whose trace
- * may not start). */
-void statm_open(void);
-void statm_fork_prepare(void);
-void statm_fork_parent(void);
-void statm_close(void);
-void statm_abandoned(int self); /* its lock, if self holds it */
-int statm_owned(int self);
-/* RSS, mallinfo2 when asked and the allocator is glibc, and the end of
- * the brk heap (0: unknown). */
-int take_sample(uint64_t *rss, struct mallinfo2 *mi, int *has_mi,
-		int with_mallinfo, uint64_t *brk); /* 0: RSS unknown */
-/* With the lock held: appends a sample record. */
-void sample_append(uint64_t t, uint64_t rss, const struct mallinfo2 *mi,
-		   int has_mi, uint64_t brk);
-/* With the lock held: waits until the writer has no buffer in hand (the
- * lock is released meanwhile: other threads may append). */
-int wait_idle(void);
-/* With the lock held: writes everything buffered, then extra bytes. */
-int flush_sync(const uint8_t *extra, size_t n);
-/* One line (a newline is added) on standard error, by write(2). */
-void hs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void hs_fail(const char *what, int err);
-/* Lock held, after a failure: the trace's last chunk says why. */
-void write_stop(void);
-/* Compresses n bytes of records and writes them as a chunk; the caller
- * owns the compression context (the writer thread, or it is stopped). */
-int write_chunk(const uint8_t *src, size_t n);
-void hs_fail_path(const char *verb, int err); /* "VERB <trace path>" */
-int write_all(int fd, const void *p, size_t n);
-/* With the lock held: makes room for n bytes, swapping buffers if needed;
- * NULL when recording stopped. */
-uint8_t *reserve(size_t n);
-void commit(uint8_t *end);
 
 #endif

@@ -343,7 +343,7 @@ static void before_jump(const struct __jmp_buf_tag *env)
 	if (__builtin_expect(!t->busy, 1) ||
 	    !leaves(target_sp(env), t->busy_sp))
 		return;
-	recorder_abandoned(t);
+	recorder_abandoned();
 	t->busy = 0;
 	if (t->ndeferred)
 		signals_replay(t);

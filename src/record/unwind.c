@@ -12,12 +12,12 @@
 #include "unwind_fast.h"
 
 /* The recorder's own code, whose frames never appear in a stack. */
-static uintptr_t self_lo, self_hi;
+static struct code_range self;
 static enum unwind_method method = UNWIND_LIBUNWIND;
 
 static const char *const names[] = {
-	[UNWIND_LIBUNWIND] = "libunwind",
-	[UNWIND_FAST] = "fast",
+	[UNWIND_LIBUNWIND] = HS_UNWIND_LIBUNWIND,
+	[UNWIND_FAST] = HS_UNWIND_FAST,
 };
 
 void unwind_module_range(const struct dl_phdr_info *info, uintptr_t *lo,
@@ -43,8 +43,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	uintptr_t target = (uintptr_t)data, lo, hi;
 	unwind_module_range(info, &lo, &hi);
 	if (target >= lo && target < hi) {
-		self_lo = lo;
-		self_hi = hi;
+		self.lo = lo;
+		self.hi = hi;
 		return 1;
 	}
 	return 0;
@@ -128,8 +128,8 @@ static int libunwind_capture(uintptr_t *ips, int max)
 	internal_end();
 	pthread_setcancelstate(cancel, NULL);
 	int i = 0, out = 0;
-	while (i < n && (uintptr_t)raw[i] >= self_lo &&
-	       (uintptr_t)raw[i] < self_hi)
+	while (i < n && (uintptr_t)raw[i] >= self.lo &&
+	       (uintptr_t)raw[i] < self.hi)
 		i++;
 	for (; i < n && out < max; i++)
 		ips[out++] = (uintptr_t)raw[i];
@@ -149,19 +149,15 @@ void unwind_forget(void)
 		unwind_fast_forget();
 }
 
-uint64_t *unwind_memo(void)
-{
-	return method == UNWIND_FAST ? unwind_fast_memo() : NULL;
-}
-
-int unwind_capture(uintptr_t *ips, int max)
+int unwind_capture(uintptr_t *ips, int max, uint64_t *walk)
 {
 	if (max > HS_DEPTH_MAX)
 		max = HS_DEPTH_MAX;
 	if (method == UNWIND_FAST) {
-		int n = unwind_fast_capture(ips, max, self_lo, self_hi);
+		int n = unwind_fast_capture(ips, max, &self, walk);
 		if (n >= 0)
 			return n;
 	}
+	*walk = 0;
 	return libunwind_capture(ips, max);
 }

@@ -7,7 +7,7 @@
 #include <link.h>
 #include <stdint.h>
 
-#define HS_DEPTH_MAX 256
+#include "../launch/contract.h" /* HS_DEPTH_MAX */
 
 enum unwind_method {
 	UNWIND_LIBUNWIND, /* unw_backtrace with a per-thread cache */
@@ -18,8 +18,16 @@ enum unwind_method {
  * default, fast where available; -1 if unknown or not available here. */
 int unwind_init(const char *name);
 const char *unwind_name(void);
-/* Up to max return addresses into ips; returns how many. */
-int unwind_capture(uintptr_t *ips, int max);
+/* Up to max return addresses into ips; returns how many.  *walk is set
+ * to the key of the walk that found them, or 0: the
+ * unwinder keeps some walks per thread, and a later capture by the same
+ * thread with the same key returned the same frames, whatever max it
+ * asked for.  A key is never reused by the thread; its low
+ * UNWIND_WALK_BITS bits tell which of the kept walks it is, so that a
+ * table of 1 << UNWIND_WALK_BITS entries indexed by them holds one entry
+ * per kept walk. */
+int unwind_capture(uintptr_t *ips, int max, uint64_t *walk);
+#define UNWIND_WALK_BITS 10
 /* The same with libunwind alone, which keeps no state of the thread's
  * that an interrupted capture may be changing: for nested calls. */
 int unwind_capture_plain(uintptr_t *ips, int max);
@@ -29,11 +37,6 @@ int unwind_capture_plain(uintptr_t *ips, int max);
 void unwind_note_pipe(const int fds[2]);
 /* Forgets what the thread's captures kept (one was left unfinished). */
 void unwind_forget(void);
-/* A word the caller may keep with the stack the calling thread's last
- * capture returned: it reads the same at later captures that return the
- * same stack, whatever max they ask for, and is 0 again once the stack
- * at that place may differ.  NULL when the last capture offers none. */
-uint64_t *unwind_memo(void);
 
 /* The address range a loaded object's PT_LOAD segments cover. */
 void unwind_module_range(const struct dl_phdr_info *info, uintptr_t *lo,

@@ -21,201 +21,25 @@
  * Anything unusual returns -1 and the caller uses libunwind instead. */
 #include "unwind_fast.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <string.h>
 
-#include "../format/rmem.h"
-#include "guard.h"
-#include "unwind.h"
 #include "unwind_cfi.h"
 #include "unwind_rules.h"
+#include "unwind_shadow.h"
 
-#define TLS __attribute__((tls_model("initial-exec")))
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-/* Frames kept per thread: twice the default depth; deeper stacks are
- * still captured, only not reused. */
-#define KEEP_MAX 128
 /* libunwind stops at a return address below this; so do we */
 #define IP_MIN 0x4000
 
-/* A frame of a walk: the words it read and the state it used. */
-struct kframe {
-	uintptr_t slot;   /* where ip was read */
-	uintptr_t ip;
-	uintptr_t fp;     /* RBP when this frame was stepped */
-	uintptr_t rbp_at; /* where the next RBP was read (or 0) | flags */
-};
-#define CFA_RBP 1 /* this frame's CFA is RBP-based */
-#define DYNAMIC 2 /* its rule holds for one loader epoch only */
-#define FLAGS 7
-
-/* The recorder's own leading frames, for one way into the unwinder: their
- * return addresses and the offsets from the first slot of each next slot,
- * the last being the first caller's.  All have RSP-based CFAs, so the
- * same addresses mean the same offsets wherever the stack is. */
-#define OWN_MAX 12
-#define OWN_WAYS 4
-struct own {
-	int n;               /* 0: empty */
-	uintptr_t ip[OWN_MAX];
-	uintptr_t off[OWN_MAX];
-	uintptr_t rbp_off;   /* where the caller's RBP was saved; 0: in RBP */
-};
-
-/* Whole walks made before, filed under their first frame.  A program
- * allocates from a limited set of places, again and again; coming back to
- * one, the walk made there before is the answer if every word it read
- * still holds what it read (the argument of the kept walk: a walk is a
- * function of its starting state and of the words it reads).  Checking
- * that costs a load and a compare per frame, no rule lookup, no step.
- * Only walks that reached the outermost frame are filed, up to
- * RECENT_FRAMES deep; the table is mapped with the shadow and only the
- * entries used become resident. */
-#define FP_LIVE 4 /* in a filed walk: the RBP this frame read is used */
-#define RECENT 1024
-#define RECENT_FRAMES 20
-struct recent {
-	uint32_t n;       /* frames; 0: empty */
-	uint16_t fp_used; /* the walk used the first frame's RBP */
-	uint16_t old;     /* first of a set: the entry used last is the
-			   * second */
-	uint64_t memo;    /* the caller's word for this stack (unwind.h) */
-	struct kframe f[RECENT_FRAMES]; /* outermost first, as keep */
-};
-
-struct shadow {
-	uintptr_t lo, hi; /* the thread's stack; hi == 0: not known yet */
-	int bad;          /* bounds unavailable: always fall back */
-	/* The previous walk is keep[0..n), outermost first, so that its
-	 * outer part stays in place when reused.  A walk puts its new
-	 * frames, innermost first, downwards from the end of keep, then
-	 * moves them next to the part it reuses. */
-	int n;
-	int complete;   /* it reached the outermost frame */
-	uint64_t epoch; /* the loader epoch its DYNAMIC rules belong to */
-	struct kframe keep[2 * KEEP_MAX];
-	struct own own[OWN_WAYS];
-	int own_next;   /* the way to replace */
-	struct unwind_fast_stats st;
-	uint64_t *memo; /* of the last capture, or NULL */
-	struct recent recent[RECENT];
-};
-/* Mapped on a thread's first capture, unmapped when it exits: static TLS
- * this large would shrink every thread's stack, or stop threads with a
- * minimal one from being created at all. */
-static __thread struct shadow *shadow TLS;
-#define SHADOW_GONE ((struct shadow *)1) /* the thread is exiting */
-
 #ifdef UNWIND_FAST_SUPPORTED
-static pthread_key_t shadow_key;
-static int have_key;
-static void shadow_gone(void *p);
-#endif
-
-int unwind_fast_init(void)
-{
-#ifdef UNWIND_FAST_SUPPORTED
-	if (!have_key && pthread_key_create(&shadow_key, shadow_gone) == 0)
-		have_key = 1;
-	return have_key ? rules_init() : -1;
-#else
-	return -1;
-#endif
-}
-
-uint64_t *unwind_fast_memo(void)
-{
-	return shadow > SHADOW_GONE ? shadow->memo : NULL;
-}
-
-void unwind_fast_forget(void)
-{
-	struct shadow *sh = shadow;
-	if (sh <= SHADOW_GONE)
-		return;
-	/* a walk may have been cut off while it was kept or filed */
-	sh->n = 0;
-	sh->complete = 0;
-	sh->memo = NULL;
-	for (int i = 0; i < OWN_WAYS; i++)
-		sh->own[i].n = 0;
-	for (int i = 0; i < RECENT; i++)
-		sh->recent[i].n = 0;
-}
-
-void unwind_fast_stats(struct unwind_fast_stats *s)
-{
-	static const struct unwind_fast_stats none;
-	*s = shadow > SHADOW_GONE ? shadow->st : none;
-}
-
-#ifdef UNWIND_FAST_SUPPORTED
-
-/* The key is for its destructor only.  Created early, it gets one of
- * the first slots, whose values need no allocation (a later free of one
- * would be recorded without its allocation). */
-static void shadow_gone(void *p)
-{
-	shadow = SHADOW_GONE; /* first: a signal handler may capture */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	rmem_unmap(p, sizeof(struct shadow));
-}
-
-static struct shadow *shadow_get(void)
-{
-	struct shadow *sh = have_key ? rmem_map(sizeof(*sh)) : NULL;
-	if (!sh)
-		return NULL;
-	if (pthread_setspecific(shadow_key, sh)) {
-		rmem_unmap(sh, sizeof(*sh));
-		return NULL;
-	}
-	shadow = sh;
-	return sh;
-}
-
-/* Stack bounds once per thread.  For the main thread glibc reads
- * /proc/self/maps here (and allocates: the recorder's own allocations).
- * Inside pthread_getattr_np, which holds the thread's descriptor lock
- * while it allocates, asking again would wait forever: not now, this
- * capture falls back, a later one asks. */
-static void bounds(struct shadow *sh)
-{
-	pthread_attr_t a;
-	void *addr;
-	size_t size;
-	sigset_t all, mask;
-	if (hs_guard.getattr)
-		return;
-	sh->bad = 1;
-	/* no handler may leave it by longjmp: glibc's sscanf of the maps
-	 * would run its cleanup on a stream without a lock, and crash;
-	 * the descriptor lock would stay held */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &mask);
-	internal_begin();
-	int rc = pthread_getattr_np(pthread_self(), &a);
-	internal_end();
-	if (rc == 0) {
-		if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-			sh->lo = (uintptr_t)addr;
-			sh->hi = (uintptr_t)addr + size;
-			sh->bad = 0;
-		}
-		internal_begin();
-		pthread_attr_destroy(&a);
-		internal_end();
-	}
-	pthread_sigmask(SIG_SETMASK, &mask, NULL);
-}
 
 /* One walk.  Reads are allowed in [lo, lo + span]; lo is the first slot
  * and lo + span + 8 the end of the stack. */
 struct walk {
 	uintptr_t lo, span;
 	uintptr_t self_lo, self_hi;
+	uint64_t *key; /* the walk key, for the caller */
 	uintptr_t *ips;
 	int max, out;
 	int n;          /* new frames, at the end of keep */
@@ -456,13 +280,14 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 		w->ips[out++] = fip;
 	}
 	set[0].old = r != set;
-	sh->memo = &r->memo;
+	*w->key = r->key;
 	sh->st.recalled++;
 	return out;
 }
 
-/* Files the kept walk, which began at slot, if it is whole. */
-static void remember(struct shadow *sh)
+/* Files the kept walk, which began at slot, if it is whole, with a new
+ * key for the caller. */
+static void remember(struct shadow *sh, uint64_t *key)
 {
 	uint32_t n = (uint32_t)sh->n;
 	if (!sh->complete || n < 1 || n > RECENT_FRAMES)
@@ -492,8 +317,11 @@ static void remember(struct shadow *sh)
 	}
 	r->n = n;
 	r->fp_used = (uint16_t)used;
-	r->memo = 0;
-	sh->memo = &r->memo;
+	/* a new key: whatever the caller kept for the entry's last walk
+	 * is not for this one */
+	r->key = ++sh->filed << UNWIND_WALK_BITS |
+		 (uint64_t)(r - sh->recent);
+	*key = r->key;
 }
 
 /* Steps outwards from the frame whose return address sits in slot, with
@@ -619,17 +447,17 @@ static int walk_from(struct shadow *sh, struct walk *w, uintptr_t slot,
 /* Entered by a jump from hs_fast_entry, so that this function's own return
  * address sits in slot: the caller's frame is where the walk begins. */
 __attribute__((visibility("hidden"), used)) int
-hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
-	     uintptr_t slot, uintptr_t fp)
+hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
+	     uint64_t *key, uintptr_t slot, uintptr_t fp)
 {
 	struct shadow *sh = shadow;
 	if (unlikely(sh <= SHADOW_GONE) &&
-	    (sh == SHADOW_GONE || !(sh = shadow_get())))
+	    (sh == SHADOW_GONE || !(sh = shadow_create())))
 		return -1;
-	sh->memo = NULL;
+	*key = 0;
 	sh->st.captures++;
 	if (unlikely(!sh->hi) && !sh->bad)
-		bounds(sh);
+		shadow_bounds(sh);
 	if (sh->bad || !sh->hi || slot < sh->lo || slot > sh->hi - 8 || max <= 0) {
 		sh->st.fallbacks++;
 		return -1;
@@ -637,8 +465,9 @@ hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 	struct walk w;
 	w.lo = slot;
 	w.span = sh->hi - 8 - slot;
-	w.self_lo = self_lo;
-	w.self_hi = self_hi;
+	w.self_lo = self->lo;
+	w.self_hi = self->hi;
+	w.key = key;
 	w.ips = ips;
 	w.max = max;
 	w.out = w.n = w.dropped = 0;
@@ -655,7 +484,7 @@ hs_fast_walk(uintptr_t *ips, int max, uintptr_t self_lo, uintptr_t self_hi,
 		sh->n = 0;
 		sh->st.fallbacks++;
 	} else if (n < max) {
-		remember(sh); /* not cut short: the whole stack */
+		remember(sh, key); /* not cut short: the whole stack */
 	}
 	return n;
 }
@@ -674,21 +503,21 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size hs_fast_entry, .-hs_fast_entry\n");
 
-int hs_fast_entry(uintptr_t *ips, int max, uintptr_t self_lo,
-		  uintptr_t self_hi);
+int hs_fast_entry(uintptr_t *ips, int max, const struct code_range *self,
+		  uint64_t *key);
 
-int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
-			uintptr_t self_hi)
+int unwind_fast_capture(uintptr_t *ips, int max, const struct code_range *self,
+			uint64_t *key)
 {
-	return hs_fast_entry(ips, max, self_lo, self_hi);
+	return hs_fast_entry(ips, max, self, key);
 }
 
 #else
 
-int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
-			uintptr_t self_hi)
+int unwind_fast_capture(uintptr_t *ips, int max, const struct code_range *self,
+			uint64_t *key)
 {
-	(void)ips, (void)max, (void)self_lo, (void)self_hi;
+	(void)ips, (void)max, (void)self, (void)key;
 	return -1;
 }
 

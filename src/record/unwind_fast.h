@@ -9,13 +9,16 @@
 /* Maps the rule cache; -1 where the method is not available. */
 int unwind_fast_init(void);
 
-/* Return addresses as unwind_capture gives them, leading frames inside
- * [self_lo, self_hi) left out; -1 when this stack needs libunwind. */
-int unwind_fast_capture(uintptr_t *ips, int max, uintptr_t self_lo,
-			uintptr_t self_hi);
+/* Addresses [lo, hi): the recorder's own code. */
+struct code_range {
+	uintptr_t lo, hi;
+};
 
-/* See unwind_memo(). */
-uint64_t *unwind_fast_memo(void);
+/* Return addresses and walk key (never NULL) as unwind_capture gives
+ * them, leading frames inside self left out; -1 when this stack needs
+ * libunwind. */
+int unwind_fast_capture(uintptr_t *ips, int max, const struct code_range *self,
+			uint64_t *key);
 
 /* Forgets the calling thread's kept and filed walks (one may have been
  * left half made by a capture that never finished). */

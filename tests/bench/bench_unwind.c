@@ -38,8 +38,9 @@ static int last_n;
 static NOINLINE void leaf_a(void)
 {
 	uintptr_t ips[HS_DEPTH_MAX];
+	uint64_t key;
 	if (capturing)
-		last_n = unwind_capture(ips, 64);
+		last_n = unwind_capture(ips, 64, &key);
 	sink += ips[0];
 	BARRIER();
 }
@@ -47,8 +48,9 @@ static NOINLINE void leaf_a(void)
 static NOINLINE void leaf_b(void)
 {
 	uintptr_t ips[HS_DEPTH_MAX];
+	uint64_t key;
 	if (capturing)
-		last_n = unwind_capture(ips, 64);
+		last_n = unwind_capture(ips, 64, &key);
 	sink += ips[1];
 	BARRIER();
 }

@@ -25,6 +25,12 @@
 #else
 #define O0 __attribute__((noinline, optimize("O0")))
 #endif
+/* keeps a loop a loop: one call site for every round */
+#if defined(__clang__)
+#define ONE_CALL_SITE _Pragma("nounroll")
+#else
+#define ONE_CALL_SITE _Pragma("GCC unroll 1")
+#endif
 /* keeps a call from becoming a jump, as real code around malloc does */
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
@@ -33,7 +39,8 @@ static const char *where = "?";
 
 static NOINLINE int grab(uintptr_t *ips, int max)
 {
-	int n = unwind_capture(ips, max);
+	uint64_t key;
+	int n = unwind_capture(ips, max, &key);
 	BARRIER();
 	return n;
 }
@@ -55,11 +62,7 @@ static NOINLINE int compare_max(int max, int expect_fallback)
 	struct unwind_fast_stats before, after;
 	unwind_fast_stats(&before);
 	/* one call site for all three: the loop must stay a loop */
-#if defined(__clang__)
-#pragma nounroll
-#else
-#pragma GCC unroll 1
-#endif
+	ONE_CALL_SITE
 	for (int i = 0; i < 3; i++) {
 		if (unwind_init(order[i])) {
 			fprintf(stderr, "unwind_init(%s) failed\n", order[i]);
@@ -418,6 +421,47 @@ static NOINLINE void check_reuse(void)
 	}
 }
 
+/* Walk keys (unwind.h): a walk taken back from the file has the key it
+ * was filed with, a walk filed elsewhere another; libunwind gives none. */
+static NOINLINE void key_here(uint64_t *key)
+{
+	uintptr_t ips[HS_DEPTH_MAX];
+	unwind_capture(ips, HS_DEPTH_MAX, key);
+	BARRIER();
+}
+
+static NOINLINE void check_keys(void)
+{
+	uint64_t key[4], there;
+	struct unwind_fast_stats before, after;
+	/* one call site: the first walk also learns the way through the
+	 * unwinder's own frames and is filed from there, the second is filed
+	 * past them, the third and fourth are taken back */
+	unwind_fast_stats(&before);
+	ONE_CALL_SITE
+	for (int i = 0; i < 4; i++)
+		key_here(&key[i]);
+	unwind_fast_stats(&after);
+	key_here(&there); /* another call site: another stack */
+	if (!key[2] || key[3] != key[2] || !there || there == key[2] ||
+	    after.recalled - before.recalled < 2) {
+		fprintf(stderr, "FAIL walk keys %#llx, again %#llx (%s), "
+			"elsewhere %#llx\n", (unsigned long long)key[2],
+			(unsigned long long)key[3],
+			after.recalled - before.recalled < 2 ? "not recalled"
+							      : "recalled",
+			(unsigned long long)there);
+		failures++;
+	}
+	unwind_init("libunwind");
+	key_here(&key[0]);
+	unwind_init("fast");
+	if (key[0]) {
+		fprintf(stderr, "FAIL libunwind gave a walk key\n");
+		failures++;
+	}
+}
+
 int main(void)
 {
 	if (unwind_init("fast")) {
@@ -426,6 +470,7 @@ int main(void)
 	}
 	run_all();
 	check_reuse();
+	check_keys();
 	pthread_t th;
 	if (pthread_create(&th, NULL, thread_main, NULL) == 0)
 		pthread_join(th, NULL);

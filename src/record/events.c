@@ -1,0 +1,473 @@
+/* Heap events, marks, thread names and module records, appended under
+ * the recorder lock; calls nested in recorder code, set aside while
+ * their thread holds it. */
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "anonmap.h"
+#include "internal.h"
+#include "records.h"
+#include "stacks.h"
+#include "unwind.h"
+
+#define STACK_REC_MAX (1 + 3 * HS_VARINT_MAX)
+
+/* A heap event of a nested call (see rec_nested), kept aside while its
+ * thread holds the lock: written when the thread gives the lock back. */
+#define SIDE_EVENTS 4
+#define SIDE_DEPTH 32
+struct side_event {
+	uint8_t kind, fn; /* HS_REC_ALLOC... */
+	uint16_t n;
+	uint64_t old, ptr, size;
+	uintptr_t ips[SIDE_DEPTH];
+};
+
+static __thread struct {
+	int n;
+	struct side_event ev[SIDE_EVENTS];
+} side HS_TLS;
+
+/* The modules the trace has records of, and the generation of the
+ * loader's list they were collected at (mod_lock). */
+static struct modlist known, scratch;
+static uint64_t mod_generation;
+
+/* Lock held: announces a new thread and switches the stream to it. */
+static __attribute__((noinline)) uint8_t *
+thread_switch(struct tstate *t, pid_t tid, uint8_t *p)
+{
+	struct recorder *R = &hs_rec;
+	if (t->seen_gen != R->gen) {
+		char name[17] = "";
+		t->seen_gen = R->gen;
+		p = enc_u64(p, HS_REC_THREAD, (uint64_t)tid);
+		R->counts[HS_COUNT_THREADS]++;
+		if (prctl(PR_GET_NAME, name) == 0 && name[0]) {
+			name[16] = 0;
+			p = records_thread_name(p, (uint64_t)tid, name,
+						strlen(name));
+		}
+	}
+	if (R->enc.tid != (uint64_t)tid) {
+		p = enc_u64(p, HS_REC_SWITCH, (uint64_t)tid);
+		R->enc.tid = (uint64_t)tid;
+	}
+	return p;
+}
+
+/* Every record of a thread's goes after this: inline, since the stream
+ * is mostly the same thread's already. */
+static inline uint8_t *thread_prefix(struct tstate *t, uint8_t *p)
+{
+	pid_t tid = hs_tid();
+	if (__builtin_expect(t->seen_gen != hs_rec.gen ||
+				     hs_rec.enc.tid != (uint64_t)tid,
+			     0))
+		return thread_switch(t, tid, p);
+	return p;
+}
+#define PREFIX_MAX (2 * (1 + HS_VARINT_MAX) + RECORDS_THREAD_NAME_MAX(16))
+
+/* Lock held: room for a record of the calling thread's, of at most n
+ * bytes, after its prefix; NULL when recording stopped. */
+static inline uint8_t *reserve_thread(size_t n)
+{
+	uint8_t *p = hs_live->on ? buffer_reserve(PREFIX_MAX + n) : NULL;
+	return p ? thread_prefix(&hs_thread, p) : NULL;
+}
+
+/* an event and the stack nodes it may add */
+static size_t event_bound(int depth)
+{
+	return (size_t)depth * STACK_REC_MAX + HS_EVENT_MAX;
+}
+
+static void count_event(unsigned counter)
+{
+	hs_rec.counts[counter]++;
+	hs_rec.counts[HS_COUNT_EVENTS]++;
+	hs_rec.events_since_tick = 1;
+}
+
+void events_count_unrecorded(void)
+{
+	__atomic_fetch_add(&hs_rec.counts[HS_COUNT_UNRECORDED], 1,
+			   __ATOMIC_RELAXED);
+}
+
+/* New code (a dlopen) shows up as new stack nodes: check the loader then,
+ * outside the lock, so module records follow the first stack into it. */
+static void after_fresh_nodes(int fresh)
+{
+	if (fresh && modules_generation() != mod_generation)
+		events_modules_changed();
+}
+
+/* One heap event, as the hooks see it. */
+struct event {
+	unsigned kind, fn; /* HS_REC_ALLOC, _FREE, _REALLOC, _FAIL, _MUNMAP */
+	uintptr_t old, ptr;
+	uint64_t size;
+};
+
+/* Lock held: appends e with the stack ips[0..n) (unused by frees).
+ * key: the unwinder's walk key for that stack, or 0.  Inlined: at each
+ * call the kind is mostly known, and this is every event's path. */
+static inline __attribute__((always_inline)) void
+put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
+	  int *fresh)
+{
+	struct recorder *R = &hs_rec;
+	uint8_t *p = reserve_thread(event_bound(n));
+	if (!p)
+		return;
+	uint32_t id = 0;
+	if (e->kind != HS_REC_FREE && e->kind != HS_REC_MUNMAP) {
+		id = stacks_known(key);
+		if (!id)
+			id = stacks_intern(ips, n, key, &p, fresh);
+	}
+	switch (e->kind) {
+	case HS_REC_ALLOC:
+		p = enc_alloc(&R->enc, p, e->fn, e->ptr, e->size, id);
+		count_event(e->fn == HS_FN_MMAP ? HS_COUNT_MMAPS
+						: HS_COUNT_ALLOCATIONS);
+		break;
+	case HS_REC_FAIL:
+		p = enc_fail(p, e->fn, e->size, id);
+		count_event(HS_COUNT_FAILED);
+		break;
+	case HS_REC_FREE:
+		p = enc_free(&R->enc, p, e->fn, e->ptr);
+		count_event(HS_COUNT_FREES);
+		break;
+	case HS_REC_MUNMAP:
+		p = enc_munmap(&R->enc, p, e->ptr, e->size);
+		count_event(HS_COUNT_MUNMAPS);
+		break;
+	default:
+		p = enc_realloc(&R->enc, p, e->fn, e->old, e->ptr, e->size,
+				id);
+		count_event(e->fn == HS_FN_MREMAP ? HS_COUNT_MMAPS
+						  : HS_COUNT_REALLOCS);
+	}
+	buffer_commit(p);
+}
+
+/* ---- the lock, and nested calls set aside while it is held ---- */
+
+/* Lock held by this thread: writes its nested events kept aside; with
+ * `freed` not 0, only those that freed that block (they came before the
+ * realloc that took it again). */
+static void side_flush(uintptr_t freed, int *fresh)
+{
+	int keep = 0;
+	for (int i = 0; i < side.n; i++) {
+		struct side_event *s = &side.ev[i];
+		if (freed && !(s->kind == HS_REC_FREE && s->ptr == freed)) {
+			side.ev[keep++] = *s;
+			continue;
+		}
+		struct event e = { s->kind, s->fn, s->old, s->ptr, s->size };
+		put_event(&e, s->ips, s->n, 0, fresh);
+	}
+	side.n = keep;
+}
+
+void events_forget_thread(void)
+{
+	side.n = 0;
+}
+
+void rec_lock(void)
+{
+	lock_take(&hs_rec.lock, hs_tid());
+}
+
+static void unlock_slow(void)
+{
+	int fresh = 0;
+	side_flush(0, &fresh);
+	lock_give(&hs_rec.lock);
+	after_fresh_nodes(fresh);
+}
+
+static inline void unlock(void)
+{
+	if (__builtin_expect(side.n != 0, 0))
+		unlock_slow();
+	else
+		lock_give(&hs_rec.lock);
+}
+
+void rec_unlock(void)
+{
+	unlock();
+}
+
+/* Lock held by this thread, which was interrupted there: e waits. */
+static void side_add(const struct event *e, const uintptr_t *ips, int n)
+{
+	if (side.n == SIDE_EVENTS) {
+		events_count_unrecorded();
+		return;
+	}
+	struct side_event *s = &side.ev[side.n];
+	if (n > SIDE_DEPTH)
+		n = SIDE_DEPTH;
+	s->kind = (uint8_t)e->kind;
+	s->fn = (uint8_t)e->fn;
+	s->n = (uint16_t)n;
+	s->old = e->old;
+	s->ptr = e->ptr;
+	s->size = e->size;
+	memcpy(s->ips, ips, (size_t)n * sizeof(*ips));
+	/* published last: a handler interrupting this one sees it whole */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	side.n++;
+}
+
+/* A nested call's event, with its stack: recorded, or set aside when
+ * the thread holds the lock. */
+static void nested_put(const struct event *e, const uintptr_t *ips, int n)
+{
+	if (lock_owned(&hs_rec.lock, hs_tid())) {
+		side_add(e, ips, n);
+		return;
+	}
+	int fresh = 0;
+	rec_lock();
+	put_event(e, ips, n, 0, &fresh);
+	rec_unlock();
+	after_fresh_nodes(fresh);
+}
+
+void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
+		size_t size, const void *ra)
+{
+	struct event e = { kind, fn, (uintptr_t)old, (uintptr_t)ptr, size };
+	uintptr_t ips[HS_DEPTH_MAX];
+	int n = 0;
+	if (kind != HS_REC_FREE && kind != HS_REC_MUNMAP) {
+		n = unwind_capture_plain(ips, hs_settings.depth);
+		if (n == 0 && ra) {
+			ips[0] = (uintptr_t)ra;
+			n = 1;
+		}
+	}
+	nested_put(&e, ips, n);
+}
+
+/* ---- events ---- */
+
+static void stack_event(unsigned kind, unsigned fn, const void *ptr,
+			uint64_t size)
+{
+	uintptr_t ips[HS_DEPTH_MAX];
+	uint64_t key;
+	int n = unwind_capture(ips, hs_settings.depth, &key);
+	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
+	int fresh = 0;
+	rec_lock();
+	if (kind == HS_REC_ALLOC && fn == HS_FN_MMAP)
+		anonmap_add((uintptr_t)ptr, size);
+	put_event(&e, ips, n, key, &fresh);
+	unlock();
+	after_fresh_nodes(fresh);
+}
+
+void rec_alloc(unsigned fn, const void *p, size_t size)
+{
+	stack_event(HS_REC_ALLOC, fn, p, size);
+}
+
+void rec_fail(unsigned fn, size_t size)
+{
+	stack_event(HS_REC_FAIL, fn, NULL, size);
+}
+
+void rec_free(unsigned fn, const void *ptr)
+{
+	struct event e = { HS_REC_FREE, fn, 0, (uintptr_t)ptr, 0 };
+	int fresh = 0;
+	rec_lock();
+	put_event(&e, NULL, 0, 0, &fresh);
+	unlock();
+}
+
+void rec_munmap(const void *ptr, size_t len)
+{
+	struct event e = { HS_REC_MUNMAP, HS_FN_MUNMAP, 0, (uintptr_t)ptr,
+			   len };
+	int fresh = 0;
+	rec_lock();
+	/* only memory the program mapped anonymously: not its files */
+	if (anonmap_remove((uintptr_t)ptr, len))
+		put_event(&e, NULL, 0, 0, &fresh);
+	unlock();
+}
+
+int rec_stack(uintptr_t *ips)
+{
+	uint64_t key;
+	return unwind_capture(ips, hs_settings.depth, &key);
+}
+
+void rec_realloc_begin(int *depth, uintptr_t *ips)
+{
+	uint64_t key;
+	*depth = unwind_capture(ips, hs_settings.depth, &key);
+	rec_lock();
+}
+
+int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
+{
+	*depth = unwind_capture_plain(ips, hs_settings.depth);
+	if (lock_owned(&hs_rec.lock, hs_tid()))
+		return 0;
+	rec_lock();
+	return 1;
+}
+
+void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
+		    size_t len, int n, const uintptr_t *ips)
+{
+	/* a remapped file mapping is none of our business */
+	if (!anonmap_remove((uintptr_t)old, old_len)) {
+		rec_unlock();
+		return;
+	}
+	if (ptr)
+		anonmap_add((uintptr_t)ptr, len);
+	else
+		anonmap_add((uintptr_t)old, old_len); /* failed: still there */
+	rec_realloc_end(HS_FN_MREMAP, old, ptr, len, n, ips);
+}
+
+/* What a realloc-like call did. */
+static struct event realloc_event(unsigned fn, const void *old,
+				  const void *ptr, size_t size)
+{
+	struct event e = { HS_REC_REALLOC, fn, (uintptr_t)old, (uintptr_t)ptr,
+			   size };
+	if (old && !ptr && size == 0)
+		e.kind = HS_REC_FREE, e.ptr = (uintptr_t)old; /* realloc(p, 0) */
+	else if (!ptr)
+		e.kind = HS_REC_FAIL;
+	else if (!old)
+		e.kind = HS_REC_ALLOC;
+	return e;
+}
+
+void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
+			    const void *ptr, size_t size, int n,
+			    const uintptr_t *ips)
+{
+	if (locked) {
+		rec_realloc_end(fn, old, ptr, size, n, ips);
+	} else {
+		struct event e = realloc_event(fn, old, ptr, size);
+		side_add(&e, ips, n);
+	}
+}
+
+void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
+		     size_t size, int n, const uintptr_t *ips)
+{
+	struct event e = realloc_event(fn, old, ptr, size);
+	int fresh = 0;
+	if (__builtin_expect(side.n != 0, 0) && ptr)
+		side_flush((uintptr_t)ptr, &fresh);
+	put_event(&e, ips, n, 0, &fresh);
+	unlock();
+	after_fresh_nodes(fresh);
+}
+
+/* ---- marks, thread names, modules ---- */
+
+void rec_mark(unsigned kind, const char *label)
+{
+	struct sample s;
+	size_t len = label ? strnlen(label, RECORDS_LABEL_MAX) : 0;
+	int cancel;
+	if (!hs_live->on)
+		return; /* no trace: nothing to sample for */
+	/* statm's read (and open) are cancellation points: not in a mark */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	int ok = sampler_take(&s, 1);
+	pthread_setcancelstate(cancel, NULL);
+	rec_lock();
+	uint8_t *p = reserve_thread(RECORDS_MARK_MAX(len));
+	if (p) {
+		buffer_commit(records_mark(&hs_rec.enc, p, now_ns(), kind,
+					   label ? label : "", len));
+		hs_rec.counts[HS_COUNT_MARKS]++;
+		if (ok)
+			sampler_append(now_ns(), &s);
+	}
+	rec_unlock();
+}
+
+void rec_thread_name(const char *name)
+{
+	size_t len = strnlen(name, RECORDS_NAME_MAX);
+	rec_lock();
+	uint8_t *p = reserve_thread(RECORDS_THREAD_NAME_MAX(len));
+	if (p)
+		buffer_commit(records_thread_name(p, (uint64_t)hs_tid(), name,
+						  len));
+	rec_unlock();
+}
+
+int events_modules_create(void)
+{
+	return modlist_init(&known) || modlist_init(&scratch) ? -1 : 0;
+}
+
+void events_modules_reset(void)
+{
+	modlist_clear(&known);
+	mod_generation = 0;
+}
+
+void events_modules_poll(void)
+{
+	if (modules_generation() != mod_generation)
+		events_modules_changed();
+}
+
+void events_modules_changed(void)
+{
+	struct recorder *R = &hs_rec;
+	int self = hs_tid();
+	/* a nested call, in code of ours that is doing this already */
+	if (lock_owned(&R->mod_lock, self) || lock_owned(&R->lock, self))
+		return;
+	lock_take(&R->mod_lock, self);
+	uint64_t gen = modules_generation();
+	modlist_collect(&scratch);
+	lock_take(&R->lock, self);
+	mod_generation = gen;
+	for (uint32_t i = 0; i < scratch.count && hs_live->on; i++) {
+		const struct module *m = &scratch.mods[i];
+		if (modlist_contains(&known, m, scratch.pool))
+			continue;
+		uint8_t *p = buffer_reserve(records_module_max(m));
+		if (p)
+			buffer_commit(records_module(p, m, scratch.pool));
+	}
+	for (uint32_t i = 0; i < known.count && hs_live->on; i++) {
+		const struct module *m = &known.mods[i];
+		if (modlist_contains(&scratch, m, known.pool))
+			continue;
+		uint8_t *p = buffer_reserve(1 + HS_VARINT_MAX);
+		if (p)
+			buffer_commit(enc_u64(p, HS_REC_MODULE_GONE, m->base));
+	}
+	struct modlist tmp = known;
+	known = scratch;
+	scratch = tmp;
+	lock_give(&R->lock);
+	lock_give(&R->mod_lock);
+}

@@ -1,0 +1,37 @@
+/* How recording stops: the recorder never exits or aborts its host.  A
+ * sticky flag, one line on stderr, recording off; the trace keeps what
+ * was recorded and ends with the reason. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+void hs_say(const char *fmt, ...)
+{
+	char msg[4400];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	(void)!write(2, msg, (size_t)n);
+}
+
+void hs_fail(const char *what, int err)
+{
+	if (__atomic_exchange_n(&hs_rec.failed, 1, __ATOMIC_SEQ_CST))
+		return;
+	hs_live->on = 0;
+	/* the trace's own last words (trace_write_stop) */
+	snprintf(hs_rec.stop_reason, sizeof(hs_rec.stop_reason), "%s%s%s",
+		 what, err ? ": " : "", err ? strerror(err) : "");
+	hs_say("heapslope: recording stopped: %s (the program continues)",
+	       hs_rec.stop_reason);
+	buffer_unblock();
+	writer_wake(1);
+}

@@ -1,0 +1,185 @@
+/* What the recorder's modules share among themselves, below the event API
+ * of recorder.h: the state of the trace being written, and each module's
+ * functions, by file.  Every event is appended under one short lock
+ * (hs_rec.lock), which is what keeps the order of a free and a later
+ * reuse of the same address across threads. */
+#ifndef HS_INTERNAL_H
+#define HS_INTERNAL_H
+
+#include <malloc.h>
+
+#include "../format/encoder.h"
+#include "modules.h"
+#include "recorder.h"
+
+/* The trace this process writes.  Guarded by lock unless noted. */
+struct recorder {
+	hs_lock lock;        /* every append */
+	hs_lock mod_lock;    /* taken to collect the modules (events.c) */
+	uint32_t gen;        /* a forked child's trace is a new generation */
+	pid_t pid;           /* the process the state is for */
+	struct hs_enc enc;   /* delta state of the chunk being filled */
+	int events_since_tick;
+	uint64_t counts[HS_COUNT_MAX];
+	int failed;          /* recording stopped on an error */
+	int fail_kind;       /* FAIL_*: how it stopped */
+	int ended;           /* the trace's end record is written */
+	int finishing;       /* the image ends: the last chance to write */
+	int on_at_fork;      /* recording when fork() was called */
+	uint64_t start_ns;   /* CLOCK_MONOTONIC at the trace's start */
+	int argc;
+	char **argv;
+	char stop_reason[512]; /* why recording stopped, for the trace */
+};
+extern struct recorder hs_rec;
+
+/* FAIL_IO: the trace cannot be written (a full disk); FAIL_FD: the
+ * program closed or replaced its descriptor; FAIL_OTHER: the trace is
+ * fine, recording is not */
+enum { FAIL_OTHER, FAIL_IO, FAIL_FD };
+
+/* ---- settings.c: the recorder's side of launch/contract.h ---- */
+
+/* What `heapslope record` passed besides hs_settings. */
+struct launch_env {
+	char output[4096];   /* trace name template */
+	char report[108];    /* abstract socket of `heapslope record` */
+	char fd_token[128];  /* the first image's trace: fd:pid:dev:ino */
+	char fd_path[4096];  /* and its path */
+	char allocator[256]; /* for the header */
+	char unwind[32];     /* unwinder, "" for the default */
+	long root_pid;       /* the process `heapslope record` started */
+	long execed_pid;     /* the process that exec'd this image, or 0 */
+};
+extern struct launch_env hs_env;
+void settings_read(void);
+
+/* ---- lifecycle.c ---- */
+
+/* ns since the trace started */
+uint64_t now_ns(void);
+
+/* ---- fail.c: how recording stops ---- */
+
+/* One line (a newline is added) on standard error, by write(2). */
+void hs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Stops recording, once: says why on stderr, keeps it for the trace's
+ * last chunk (trace_write_stop) and wakes whoever waits on the writer. */
+void hs_fail(const char *what, int err);
+
+/* ---- events.c ---- */
+
+void events_count_unrecorded(void);
+/* Forgets the thread's events kept aside (a longjmp left them, or a
+ * forked child has its parent's). */
+void events_forget_thread(void);
+/* The lists of modules, at start-up; -1 when out of memory. */
+int events_modules_create(void);
+/* Writes the records of the modules loaded or unloaded since the last
+ * call; takes the loader's lock, so never call it with hs_rec.lock. */
+void events_modules_changed(void);
+/* The same if the loader's list changed since. */
+void events_modules_poll(void);
+/* A forked child's trace has seen no module. */
+void events_modules_reset(void);
+
+/* ---- stacks.c ---- see stacks.h */
+
+/* ---- buffer.c: the records being filled, before compression ---- */
+
+#define BUFFER_SIZE (2u << 20) /* each of the two */
+int buffer_create(void);
+/* With the lock held: room for n bytes, swapping buffers if needed;
+ * NULL when recording stopped. */
+uint8_t *buffer_reserve(size_t n);
+void buffer_commit(uint8_t *end);
+/* The trace's first chunk starts, at time 0. */
+void buffer_start(void);
+/* Forgets what is buffered (a forked child's is its parent's). */
+void buffer_reset(void);
+/* With the lock held: waits until the writer has no buffer in hand (the
+ * lock is released meanwhile: other threads may append). */
+int buffer_wait_idle(void);
+/* With the lock held: writes everything buffered, then extra bytes. */
+int buffer_flush(const uint8_t *extra, size_t n);
+/* With the lock held, the writer stopped: writes what is buffered;
+ * what cannot be written stays. */
+void buffer_drain(void);
+/* For the writer thread, lock held: the buffer handed over, if any. */
+int buffer_pending(const uint8_t **src, size_t *n);
+/* It was written (or given up); the appenders may go on. */
+void buffer_written(void);
+/* Hands the active buffer over if it holds records and nothing was
+ * written for `age` ns. */
+void buffer_flush_due(uint64_t t, uint64_t age);
+/* Recording stopped: nobody waits for room any more. */
+void buffer_unblock(void);
+
+/* ---- writer.c: the thread that compresses and writes chunks ---- */
+
+int writer_create(void);
+int writer_start(void);
+void writer_stop(void);
+/* The writer ended by itself (recording stopped): joins it. */
+void writer_join(void);
+int writer_running(void);
+/* A forked child has no writer. */
+void writer_forget(void);
+/* Wakes it: a buffer was handed over (all: or recording stopped). */
+void writer_wake(int all);
+/* Compresses n bytes of records into a chunk, returned in *out (0 on
+ * failure); the caller owns the compression context: the writer
+ * thread, or the writer is stopped. */
+size_t writer_compress(const uint8_t *src, size_t n, const uint8_t **out);
+/* Compresses and writes n bytes of records as a chunk. */
+int write_chunk(const uint8_t *src, size_t n);
+
+/* ---- sampler.c: RSS, mallinfo2 and the program break ---- */
+
+struct sample {
+	uint64_t rss;
+	uint64_t brk;     /* end of the brk heap; 0: unknown */
+	int has_mi;
+	struct mallinfo2 mi;
+};
+/* Opens /proc/self/statm for the samples (at the start of a trace);
+ * around fork, keeps it whole; closes it in a forked child (whose trace
+ * may not start). */
+void sampler_open(void);
+void sampler_close(void);
+void sampler_fork_prepare(void);
+void sampler_fork_parent(void);
+void sampler_abandoned(int self); /* its lock, if self holds it */
+int sampler_owned(int self);
+/* The mallinfo2 schedule starts again with the trace's clock. */
+void sampler_restart(void);
+/* RSS, and mallinfo2 when asked and due and the heap is glibc's; 0 when
+ * RSS is unknown. */
+int sampler_take(struct sample *s, int with_mallinfo);
+/* With the lock held: appends a sample record. */
+void sampler_append(uint64_t t, const struct sample *s);
+
+/* ---- trace.c: the trace file ---- */
+
+/* Opens this process's trace (adopt: the one record opened, if the
+ * token says it is ours), out of the program's way; 0 or -1. */
+int trace_open(int adopt);
+int trace_write_header(unsigned options);
+/* Tells `heapslope record` where the trace is. */
+void trace_report(void);
+/* Writes a whole chunk at the end of the trace; -1 (and recording
+ * stops) if it cannot be. */
+int trace_write(const uint8_t *chunk, size_t n);
+/* Lock held, after a failure: the trace's last chunk says why. */
+void trace_write_stop(void);
+int trace_has_fd(void);
+/* In a new process: the parent's trace is not ours to write; the
+ * program may have put a file of its own on its number. */
+void trace_let_go(void);
+/* No trace here after all: the descriptor record opened for this
+ * process is not the program's to keep. */
+void trace_drop_token(void);
+/* Whether fd is open on the file (dev, ino). */
+int fd_is(int fd, dev_t dev, ino_t ino);
+
+#endif

@@ -1,0 +1,183 @@
+/* A program allocates from few distinct stacks, over and over, so each
+ * thread keeps three caches in front of the table:
+ * - keyed: the ids of the stacks the caller named by a key (the walks the
+ *   unwinder keeps): coming back to one costs a compare (stacks_known);
+ * - leaves: its recent whole stacks by a 64-bit hash of their return
+ *   addresses (and depth), which saves walking the tree;
+ * - path: its previous stack, whose outer part a new one usually shares
+ *   and reuses without a lookup.
+ * A forked child's trace has ids of its own: the one thread there empties
+ * its caches. */
+#include "stacks.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../format/rmem.h"
+#include "internal.h"
+#include "stackmap.h"
+
+#define LEAVES 1024
+
+struct leaf {
+	uint64_t hash;
+	uint32_t id, n;
+};
+
+/* Mapped, not in TLS: threads with tiny stacks stay possible. */
+struct cache {
+	struct leaf leaves[LEAVES];
+	struct stacks_keyed keyed[STACKS_KEYED];
+};
+
+static __thread struct {
+	int n;          /* length of the previous stack */
+	uintptr_t ips[HS_DEPTH_MAX];
+	uint32_t ids[HS_DEPTH_MAX];
+	int done;       /* the thread is ending: no cache any more */
+	struct cache *cache;
+} path HS_TLS;
+__thread struct stacks_keyed *stacks_keyed HS_TLS;
+
+static struct stackmap *table;
+static pthread_key_t cache_key;
+static int have_cache_key;
+
+/* Runs as the thread ends; later destructors may still allocate, and
+ * must find no cache rather than an unmapped one. */
+static void cache_gone(void *p)
+{
+	stacks_keyed = NULL;
+	path.cache = NULL;
+	path.done = 1;
+	rmem_unmap(p, sizeof(struct cache));
+}
+
+int stacks_create(void)
+{
+	table = stackmap_create();
+	if (!table)
+		return -1;
+	have_cache_key = pthread_key_create(&cache_key, cache_gone) == 0;
+	return 0;
+}
+
+int stacks_reset(void)
+{
+	path.n = 0;
+	/* zero pages again, resident as they are used */
+	if (path.cache &&
+	    madvise(path.cache, sizeof(struct cache), MADV_DONTNEED))
+		memset(path.cache, 0, sizeof(struct cache));
+	return stackmap_reset(table);
+}
+
+/* The thread's cache, mapped on its first stack; NULL if it cannot be. */
+static struct cache *thread_cache(void)
+{
+	if (!path.cache && have_cache_key && !path.done) {
+		/* the key's destructor unmaps it when the thread ends */
+		path.cache = rmem_map(sizeof(struct cache));
+		internal_begin();
+		int rc = path.cache ? pthread_setspecific(cache_key, path.cache)
+				    : 0;
+		internal_end();
+		if (rc) {
+			rmem_unmap(path.cache, sizeof(struct cache));
+			path.cache = NULL;
+		}
+		stacks_keyed = path.cache ? path.cache->keyed : NULL;
+	}
+	return path.cache;
+}
+
+/* The stack's id by the tree, writing the nodes not seen before.  The
+ * thread's previous stack usually shares its outer part, which is reused
+ * without a lookup. */
+static uint32_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
+			    int *fresh)
+{
+	int m = path.n;
+	int c = 0;
+	while (c < n && c < m && ips[n - 1 - c] == path.ips[m - 1 - c])
+		c++;
+	if (c == n && n == m)
+		return n ? path.ids[0] : 0;
+	uint32_t ids[HS_DEPTH_MAX];
+	for (int k = 0; k < c; k++)
+		ids[n - 1 - k] = path.ids[m - 1 - k];
+	for (int i = n - 1 - c; i >= 0; i--) {
+		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
+		int is_new;
+		uint32_t id = stackmap_intern(table, parent, ips[i], &is_new);
+		if (!id) {
+			hs_fail("out of memory for the stack table", ENOMEM);
+			path.n = 0;
+			return 0;
+		}
+		if (is_new) {
+			*pp = enc_stack(*pp, id, parent, ips[i]);
+			hs_rec.counts[HS_COUNT_STACKS]++;
+			*fresh = 1;
+		}
+		ids[i] = id;
+	}
+	memcpy(path.ips, ips, (size_t)n * sizeof(*ips));
+	memcpy(path.ids, ids, (size_t)n * sizeof(*ids));
+	path.n = n;
+	return n ? ids[0] : 0;
+}
+
+/* Four lanes, each a multiply-xorshift chain over every fourth address,
+ * so that their multiplications overlap instead of waiting on each other
+ * (the hash of every allocation's stack is on the hot path). */
+#define HASH_M 0xff51afd7ed558ccdull
+static inline uint64_t lane(uint64_t h, uint64_t ip)
+{
+	h = (h ^ ip) * HASH_M;
+	return h ^ (h >> 29);
+}
+
+static inline uint64_t stack_hash(const uintptr_t *ips, int n)
+{
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+	uint64_t b = 0xc2b2ae3d27d4eb4full, c = 0x165667b19e3779f9ull;
+	uint64_t d = 0x85ebca77c2b2ae63ull;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		a = lane(a, ips[i]);
+		b = lane(b, ips[i + 1]);
+		c = lane(c, ips[i + 2]);
+		d = lane(d, ips[i + 3]);
+	}
+	for (; i < n; i++)
+		a = lane(a, ips[i]);
+	uint64_t h = a ^ (b << 17 | b >> 47) ^ (c << 31 | c >> 33) ^
+		     (d << 47 | d >> 17);
+	return lane(h, 0);
+}
+
+uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
+		       uint8_t **pp, int *fresh)
+{
+	struct cache *c = thread_cache();
+	if (!c)
+		return intern_path(ips, n, pp, fresh);
+	uint32_t id = stacks_known(key);
+	if (id)
+		return id;
+	uint64_t h = stack_hash(ips, n);
+	struct leaf *l = &c->leaves[h & (LEAVES - 1)];
+	if (l->hash == h && l->n == (uint32_t)n && l->id) {
+		id = l->id;
+	} else {
+		id = intern_path(ips, n, pp, fresh);
+		*l = (struct leaf){ h, id, (uint32_t)n };
+	}
+	if (key && id)
+		c->keyed[key & (STACKS_KEYED - 1)] =
+			(struct stacks_keyed){ key, id };
+	return id;
+}
