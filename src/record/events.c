@@ -45,8 +45,8 @@ thread_switch(struct tstate *t, pid_t tid, uint8_t *p)
 		R->counts[HS_COUNT_THREADS]++;
 		if (prctl(PR_GET_NAME, name) == 0 && name[0]) {
 			name[16] = 0;
-			p = records_thread_name(p, (uint64_t)tid, name,
-						strlen(name));
+			p = enc_thread_name(p, (uint64_t)tid, name,
+					    strlen(name));
 		}
 	}
 	if (R->enc.tid != (uint64_t)tid) {
@@ -398,10 +398,10 @@ void rec_mark(unsigned kind, const char *label)
 	int ok = sampler_take(&s, 1);
 	pthread_setcancelstate(cancel, NULL);
 	rec_lock();
-	uint8_t *p = reserve_thread(RECORDS_MARK_MAX(len));
+	uint8_t *p = reserve_thread(HS_MARK_MAX(len));
 	if (p) {
-		buffer_commit(records_mark(&hs_rec.enc, p, now_ns(), kind,
-					   label ? label : "", len));
+		buffer_commit(enc_mark(&hs_rec.enc, p, now_ns(), kind,
+				       label ? label : "", len));
 		hs_rec.counts[HS_COUNT_MARKS]++;
 		if (ok)
 			sampler_append(now_ns(), &s);
@@ -415,8 +415,8 @@ void rec_thread_name(const char *name)
 	rec_lock();
 	uint8_t *p = reserve_thread(RECORDS_THREAD_NAME_MAX(len));
 	if (p)
-		buffer_commit(records_thread_name(p, (uint64_t)hs_tid(), name,
-						  len));
+		buffer_commit(enc_thread_name(p, (uint64_t)hs_tid(), name,
+					      len));
 	rec_unlock();
 }
 
