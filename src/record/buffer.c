@@ -12,7 +12,7 @@ static struct {
 	size_t cap, len, pending_len;
 	int active, pending;
 	uint64_t last_flush_ns; /* when a buffer was last written out */
-	hs_event space;         /* the pending buffer was written */
+	hs_wakeup space;         /* the pending buffer was written */
 } B;
 
 int buffer_create(void)
@@ -68,7 +68,7 @@ uint8_t *buffer_reserve(size_t n)
 		return NULL;
 	}
 	while (B.pending && hs_live->on)
-		event_wait(&B.space, &hs_rec.lock, hs_tid(), 0);
+		wakeup_wait(&B.space, &hs_rec.lock, hs_tid(), 0);
 	if (!hs_live->on)
 		return NULL;
 	swap();
@@ -88,7 +88,7 @@ int buffer_wait_idle(void)
 		B.pending = 0;
 	}
 	while (B.pending && !hs_rec.failed)
-		event_wait(&B.space, &hs_rec.lock, hs_tid(), 0);
+		wakeup_wait(&B.space, &hs_rec.lock, hs_tid(), 0);
 	return hs_rec.failed ? -1 : 0;
 }
 
@@ -132,7 +132,7 @@ void buffer_written(void)
 {
 	B.pending = 0;
 	B.last_flush_ns = now_ns();
-	event_signal(&B.space, 1);
+	wakeup_signal(&B.space, 1);
 }
 
 void buffer_flush_due(uint64_t t, uint64_t age)
@@ -143,5 +143,5 @@ void buffer_flush_due(uint64_t t, uint64_t age)
 
 void buffer_unblock(void)
 {
-	event_signal(&B.space, 1);
+	wakeup_signal(&B.space, 1);
 }

@@ -210,7 +210,7 @@ static void finish(unsigned reason, const char *exec_path)
 	busy_leave(t);
 }
 
-void recorder_finish(unsigned reason)
+void recorder_end(unsigned reason)
 {
 	finish(reason, NULL);
 }

@@ -45,18 +45,18 @@ void lock_wake(hs_lock *l)
 	futex(&l->v, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-void event_wait(hs_event *e, hs_lock *l, int self, uint64_t timeout_ns)
+void wakeup_wait(hs_wakeup *w, hs_lock *l, int self, uint64_t timeout_ns)
 {
-	uint32_t seq = __atomic_load_n(&e->v, __ATOMIC_RELAXED);
+	uint32_t seq = __atomic_load_n(&w->v, __ATOMIC_RELAXED);
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
 			       (long)(timeout_ns % 1000000000ull) };
 	lock_give(l);
-	futex(&e->v, FUTEX_WAIT_PRIVATE, (int)seq, timeout_ns ? &ts : NULL);
+	futex(&w->v, FUTEX_WAIT_PRIVATE, (int)seq, timeout_ns ? &ts : NULL);
 	lock_take(l, self);
 }
 
-void event_signal(hs_event *e, int all)
+void wakeup_signal(hs_wakeup *w, int all)
 {
-	__atomic_fetch_add(&e->v, 1, __ATOMIC_RELEASE);
-	futex(&e->v, FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, NULL);
+	__atomic_fetch_add(&w->v, 1, __ATOMIC_RELEASE);
+	futex(&w->v, FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, NULL);
 }

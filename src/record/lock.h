@@ -21,7 +21,7 @@ typedef struct {
 /* A sequence number to wait for a change of (condition-variable style). */
 typedef struct {
 	uint32_t v;
-} hs_event;
+} hs_wakeup;
 
 void lock_slow(hs_lock *l, int self);
 void lock_wake(hs_lock *l);
@@ -56,7 +56,7 @@ static inline void lock_give(hs_lock *l)
 
 /* Releases l, sleeps until e is signalled (or timeout_ns, if not 0, has
  * passed), takes l again.  Callers re-check their condition. */
-void event_wait(hs_event *e, hs_lock *l, int self, uint64_t timeout_ns);
-void event_signal(hs_event *e, int all);
+void wakeup_wait(hs_wakeup *w, hs_lock *l, int self, uint64_t timeout_ns);
+void wakeup_signal(hs_wakeup *w, int all);
 
 #endif

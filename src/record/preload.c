@@ -433,5 +433,5 @@ __attribute__((constructor)) static void preload_init(int argc, char **argv)
 
 __attribute__((destructor)) static void preload_fini(void)
 {
-	recorder_finish(HS_END_EXIT);
+	recorder_end(HS_END_EXIT);
 }

@@ -104,7 +104,7 @@ EXPORT int execle(const char *path, const char *arg, ...)
 EXPORT void _exit(int status)
 {
 	if (ready()) {
-		recorder_finish(HS_END__EXIT);
+		recorder_end(HS_END__EXIT);
 		real._exit(status);
 	}
 	syscall(SYS_exit_group, status);

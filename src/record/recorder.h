@@ -149,7 +149,7 @@ static inline enum hook_mode hook_mode(const struct tstate *t)
 /* ---- lifecycle.c: the image starts, execs, ends ---- */
 
 void recorder_init(int argc, char **argv);
-void recorder_finish(unsigned reason);
+void recorder_end(unsigned reason);
 void recorder_before_exec(const char *path);
 void recorder_exec_failed(void); /* exec returned: record again */
 /* The environment for the image exec is about to start, made from envp

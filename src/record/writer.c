@@ -13,7 +13,7 @@
 #define FLUSH_NS (500 * 1000000ull)        /* at least twice per second */
 
 static struct {
-	hs_event wake;  /* a full buffer is pending, or stop */
+	hs_wakeup wake;  /* a full buffer is pending, or stop */
 	int stop;
 	pthread_t thread;
 	int running;
@@ -61,7 +61,7 @@ int write_chunk(const uint8_t *src, size_t n)
 
 void writer_wake(int all)
 {
-	event_signal(&W.wake, all);
+	wakeup_signal(&W.wake, all);
 }
 
 /* Lock held: a time record, if events came since the last one. */
@@ -107,7 +107,7 @@ static void *writer_main(void *arg)
 			uint64_t wake = next_tick < next_sample ? next_tick
 								: next_sample;
 			uint64_t now = now_ns();
-			event_wait(&W.wake, &R->lock, self,
+			wakeup_wait(&W.wake, &R->lock, self,
 				   wake > now ? wake - now : 1);
 			if (!hs_live->on)
 				break;
