@@ -10,19 +10,23 @@
 #include "format/reader.h"
 #include "heapmap.h"
 #include "symbols.h"
+#include "walk.h"
 
-/* Time windows beyond this many are a unit mistake (or a corrupt clock). */
+/* Time windows beyond this many are a unit mistake (or a corrupt clock).
+ * Times past WALK_TIME_MAX are refused, so below it the window
+ * arithmetic cannot wrap (windows are at most 1e18 ns). */
 #define WINDOWS_MAX SERIES_MAX
-/* Times are ns since the recording started: one past 2^62 ns (146 years)
- * comes from a corrupt trace.  Below it, the window arithmetic cannot
- * wrap (windows are at most 1e18 ns). */
-#define TIME_MAX (1ull << 62)
 #define AUTO_WINDOWS 20
 #define STACK_DEPTH_MAX 256
-#define EVENTS_AT_ONCE 256 /* decoded per reader_events call */
 
 /* One streaming pass: the state it builds. */
 struct pass {
+	struct analysis *a;
+	const struct analysis_opts *o;
+	enum batch_source src;
+	uint64_t window, boundary; /* BATCHES_TIME: the next window's end */
+	uint64_t now;              /* the latest time seen */
+	int preloaded;             /* symbols_preload started */
 	struct stacks *stacks;
 	struct replay *replay;
 	struct heapmap *heap;
@@ -35,7 +39,10 @@ static void pass_finish(struct pass *p)
 	heapmap_destroy(p->heap);
 	stacks_destroy(p->stacks);
 	symbols_destroy(p->symbols);
-	memset(p, 0, sizeof(*p));
+	p->replay = NULL;
+	p->heap = NULL;
+	p->stacks = NULL;
+	p->symbols = NULL;
 }
 
 static int copy_header(struct analysis *a, const struct hs_header *h)
@@ -64,32 +71,6 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 	return 0;
 }
 
-/* Prefixes the last error with the trace's path (copied first: hs_error
- * cannot print its own message into itself). */
-static int path_error(const struct analysis *a)
-{
-	char why[512];
-	snprintf(why, sizeof(why), "%s", hs_last_error());
-	return hs_error("%s: %s", a->path, why);
-}
-
-/* Closes the time windows that end at or before now: -1 (hs_error) when
- * there would be too many. */
-static int close_windows(struct analysis *a, struct pass *p, uint64_t now,
-			 uint64_t window, uint64_t *boundary)
-{
-	if (now < *boundary)
-		return 0;
-	/* checked before any is made: time:1ns over an hour is 3.6e12 */
-	if ((now - *boundary) / window >= WINDOWS_MAX - a->series.n)
-		return hs_error("more than %u time windows: use a longer "
-				"--batches time:DURATION", WINDOWS_MAX);
-	for (; now >= *boundary; *boundary += window)
-		if (replay_batch_end(p->replay, *boundary, 0))
-			return -1;
-	return 0;
-}
-
 static void reset_counts(struct analysis *a)
 {
 	a->complete = a->truncated = a->has_end = a->has_exit = 0;
@@ -99,130 +80,163 @@ static void reset_counts(struct analysis *a)
 	series_init(&a->series);
 }
 
-/* Streams the trace once with batches from `src`. */
-static int stream(struct analysis *a, const struct analysis_opts *o,
-		  enum batch_source src, uint64_t window, struct pass *p)
+/* The walk's callbacks, in the order a trace brings them. */
+
+static int on_header(void *ctx, const struct hs_header *h)
 {
-	struct hs_record rec;
-	struct hs_event ev[EVENTS_AT_ONCE];
-	int rc, ret = -1, preloaded = 0;
-	uint64_t now = 0, boundary = window;
-	reset_counts(a);
-	struct hs_reader *rd = reader_open(a->path);
-	if (!rd)
-		return -1;
-	reader_prefetch(rd);
+	struct pass *p = ctx;
+	struct analysis *a = p->a;
+	const struct analysis_opts *o = p->o;
 	p->stacks = stacks_create(o->warmup > 0 ? (uint32_t)o->warmup : 0,
 				  o->group_by_site);
-	if (!a->argv && copy_header(a, reader_header(rd)))
-		goto out;
-	p->heap = heapmap_create(reader_header(rd)->page_size, a->heap_start,
-				 a->glibc);
+	if (!a->argv && copy_header(a, h))
+		return -1;
+	p->heap = heapmap_create(h->page_size, a->heap_start, a->glibc);
 	p->replay = p->stacks && p->heap
 			    ? replay_create(p->stacks, &a->series, p->heap)
 			    : NULL;
 	p->symbols = symbols_create(o->debuginfo_path);
 	if (!p->replay || !p->symbols)
-		goto out;
+		return -1;
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
-	for (;;) {
-		/* runs of events, the bulk of a trace: they carry no time */
-		size_t n = reader_events(rd, ev, EVENTS_AT_ONCE);
-		if (n) {
-			/* the modules come first: load them during the replay */
-			if (!preloaded)
-				preloaded = symbols_preload(p->symbols);
-			a->events += n;
-			a->complete = 0;
-			if (replay_events(p->replay, ev, n)) {
-				path_error(a);
-				goto out;
-			}
-			continue;
-		}
-		if ((rc = reader_next(rd, &rec)) <= 0)
-			break;
-		if (rec.time_ns > TIME_MAX) {
-			hs_error("%s: corrupt trace: a time %.0f s after the "
-				 "recording started", a->path,
-				 rec.time_ns / 1e9);
-			goto out;
-		}
-		/* the latest time seen (defensive: reader times only grow) */
-		if (rec.time_ns > now)
-			now = rec.time_ns;
-		if (src == BATCHES_TIME &&
-		    close_windows(a, p, now, window, &boundary)) {
-			path_error(a);
-			goto out;
-		}
-		if (rec.kind >= HS_REC_ALLOC) {
-			if (!preloaded)
-				preloaded = symbols_preload(p->symbols);
-			a->events++;
-			a->complete = 0;
-			if (replay_event(p->replay, &rec)) {
-				path_error(a);
-				goto out;
-			}
-			continue;
-		}
-		switch (rec.kind) {
-		case HS_REC_STACK:
-			if (stacks_node(p->stacks, rec.id, rec.parent, rec.ip)) {
-				path_error(a);
-				goto out;
-			}
-			break;
-		case HS_REC_MODULE:
-			if (symbols_module(p->symbols, &rec))
-				goto out;
-			break;
-		case HS_REC_MARK:
-			if (rec.mark_kind != HS_MARK_BATCH) {
-				a->label_marks++;
-				break;
-			}
-			a->batch_marks++;
-			if (src == BATCHES_MARKER &&
-			    replay_batch_end(p->replay, now, 1)) {
-				path_error(a);
-				goto out;
-			}
-			break;
-		case HS_REC_SAMPLE:
-			a->samples++;
-			series_sample(&a->series, &rec);
-			break;
-		case HS_REC_END:
-			a->has_end = a->complete = 1;
-			a->end_reason = rec.end_reason;
-			a->unrecorded = rec.counts[HS_COUNT_UNRECORDED];
-			break;
-		case HS_REC_STOP:
-			snprintf(a->stopped, sizeof(a->stopped), "%.*s",
-				 (int)(rec.str_len < 500 ? rec.str_len : 500),
-				 rec.str);
-			break;
-		case HS_REC_EXIT:
-			a->has_exit = 1;
-			a->wait_status = rec.wait_status;
-			break;
-		default:
-			break;
-		}
+	return 0;
+}
+
+/* The first event: the modules come first, load them during the replay. */
+static inline void preload(struct pass *p)
+{
+	if (!p->preloaded)
+		p->preloaded = symbols_preload(p->symbols);
+}
+
+static int on_events(void *ctx, const struct hs_event *ev, size_t n)
+{
+	struct pass *p = ctx;
+	preload(p);
+	p->a->events += n;
+	p->a->complete = 0;
+	return replay_events(p->replay, ev, n);
+}
+
+static int on_event(void *ctx, const struct hs_record *rec)
+{
+	struct pass *p = ctx;
+	preload(p);
+	p->a->events++;
+	p->a->complete = 0;
+	return replay_event(p->replay, rec);
+}
+
+/* With time windows: closes those that end at or before now. */
+static int on_time(void *ctx, uint64_t now)
+{
+	struct pass *p = ctx;
+	p->now = now;
+	if (p->src != BATCHES_TIME || now < p->boundary)
+		return 0;
+	/* checked before any is made: time:1ns over an hour is 3.6e12 */
+	if ((now - p->boundary) / p->window >= WINDOWS_MAX - p->a->series.n)
+		return hs_error("more than %u time windows: use a longer "
+				"--batches time:DURATION", WINDOWS_MAX);
+	for (; now >= p->boundary; p->boundary += p->window)
+		if (replay_batch_end(p->replay, p->boundary, 0))
+			return -1;
+	return 0;
+}
+
+static int on_stack(void *ctx, const struct hs_record *rec)
+{
+	struct pass *p = ctx;
+	return stacks_node(p->stacks, rec->id, rec->parent, rec->ip);
+}
+
+static int on_module(void *ctx, const struct hs_record *rec)
+{
+	struct pass *p = ctx;
+	return symbols_module(p->symbols, rec);
+}
+
+static int on_mark(void *ctx, const struct hs_record *rec)
+{
+	struct pass *p = ctx;
+	if (rec->mark_kind != HS_MARK_BATCH) {
+		p->a->label_marks++;
+		return 0;
 	}
-	a->duration_ns = now;
-	if (rc < 0) {
-		if (!reader_truncated(rd))
-			goto out;
+	p->a->batch_marks++;
+	if (p->src != BATCHES_MARKER)
+		return 0;
+	return replay_batch_end(p->replay, p->now, 1);
+}
+
+static int on_sample(void *ctx, const struct hs_record *rec)
+{
+	struct pass *p = ctx;
+	p->a->samples++;
+	series_sample(&p->a->series, rec);
+	return 0;
+}
+
+static int on_end(void *ctx, const struct hs_record *rec)
+{
+	struct analysis *a = ((struct pass *)ctx)->a;
+	a->has_end = a->complete = 1;
+	a->end_reason = rec->end_reason;
+	a->unrecorded = rec->counts[HS_COUNT_UNRECORDED];
+	return 0;
+}
+
+static int on_process_exit(void *ctx, const struct hs_record *rec)
+{
+	struct analysis *a = ((struct pass *)ctx)->a;
+	a->has_exit = 1;
+	a->wait_status = rec->wait_status;
+	return 0;
+}
+
+static int on_stop(void *ctx, const struct hs_record *rec)
+{
+	struct analysis *a = ((struct pass *)ctx)->a;
+	snprintf(a->stopped, sizeof(a->stopped), "%.*s",
+		 (int)(rec->str_len < 500 ? rec->str_len : 500), rec->str);
+	return 0;
+}
+
+static int on_done(void *ctx, const struct walk_end *e)
+{
+	struct analysis *a = ((struct pass *)ctx)->a;
+	a->duration_ns = e->time_ns;
+	if (e->truncated) {
 		a->truncated = 1;
 		a->complete = 0;
 	}
-	ret = 0;
-out:
-	reader_destroy(rd);
-	return ret;
+	return 0;
+}
+
+static const struct walk_sink sink = {
+	.flags = WALK_PREFETCH | WALK_TIME_CHECK | WALK_CUT_OK,
+	.header = on_header,
+	.events = on_events,
+	.time = on_time,
+	.event = on_event,
+	.stack = on_stack,
+	.module = on_module,
+	.mark = on_mark,
+	.sample = on_sample,
+	.end = on_end,
+	.exit = on_process_exit,
+	.stop = on_stop,
+	.done = on_done,
+};
+
+/* Streams the trace once with batches from `src`. */
+static int stream(struct analysis *a, const struct analysis_opts *o,
+		  enum batch_source src, uint64_t window, struct pass *p)
+{
+	*p = (struct pass){ .a = a, .o = o, .src = src, .window = window,
+			    .boundary = window };
+	reset_counts(a);
+	return walk(a->path, &sink, p);
 }
 
 /* A round window giving about AUTO_WINDOWS batches: 1, 2 or 5 x 10^k ns. */
