@@ -92,13 +92,17 @@ static int on_header(void *ctx, const struct hs_header *h)
 	if (!a->argv && copy_header(a, h))
 		return -1;
 	p->heap = heapmap_create(h->page_size, a->heap_start, a->glibc);
-	p->replay = p->stacks && p->heap
-			    ? replay_create(p->stacks, &a->series, p->heap)
-			    : NULL;
+	p->replay = p->stacks && p->heap ? replay_create(p->stacks) : NULL;
 	p->symbols = symbols_create(o->debuginfo_path);
 	if (!p->replay || !p->symbols)
 		return -1;
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
+	/* each batch of the series takes the heap's shape at its end */
+	a->series.heap = p->heap;
+	if (replay_add_consumer(p->replay, &stacks_consumer, p->stacks) ||
+	    replay_add_consumer(p->replay, &heapmap_consumer, p->heap) ||
+	    replay_add_consumer(p->replay, &series_consumer, &a->series))
+		return -1;
 	return 0;
 }
 
