@@ -1,7 +1,6 @@
 #include "analysis.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "format/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
+#include "growth.h"
 #include "symbols.h"
 #include "walk.h"
 
@@ -257,84 +257,6 @@ static uint64_t auto_window(uint64_t duration_ns)
 	return w;
 }
 
-/* Least squares over the batches [from, n) that have the value. */
-static void fit_batches(const struct series *s, size_t from,
-			enum batch_field what, struct regress *out, double *mean,
-			int *has)
-{
-	size_t m = 0, missing = 0;
-	long double my = 0, mx = 0;
-	double v;
-	for (size_t i = from; i < s->n; i++) {
-		if (!batch_value(&s->v[i], what, &v)) {
-			missing++;
-			continue;
-		}
-		my += v;
-		mx += i;
-		m++;
-	}
-	memset(out, 0, sizeof(*out));
-	*mean = 0;
-	/* shape figures for only some batches: not comparable; RSS and
-	 * mallinfo2 may be missing at some marks (the recorder reads
-	 * mallinfo2 within a time budget) */
-	*has = m >= 2 && (what == BATCH_RSS || what == BATCH_HEAP ||
-			  what == BATCH_IN_USE || what == BATCH_HEAP_FREE ||
-			  !missing);
-	if (!m)
-		return;
-	my /= m;
-	mx /= m;
-	struct regress_sums sums = { .n = m };
-	for (size_t i = from; i < s->n; i++) {
-		if (!batch_value(&s->v[i], what, &v))
-			continue;
-		long double x = i - mx, y = v - my;
-		sums.sx += x;
-		sums.sxx += x * x;
-		sums.sy += y;
-		sums.sxy += x * y;
-		sums.syy += y * y;
-	}
-	regress_from_sums(&sums, out);
-	out->intercept += (double)(my - out->slope * mx);
-	*mean = (double)my;
-}
-
-/* The heap's shape, mallinfo2's figures and the decomposition of RSS. */
-static void fit_shape(struct analysis *a)
-{
-	double mean;
-	int has_in_use, has_free;
-	fit_batches(&a->series, a->warmup, BATCH_FOOTPRINT, &a->footprint_fit,
-		    &mean, &a->has_shape);
-	fit_batches(&a->series, a->warmup, BATCH_SPAN, &a->span_fit, &mean,
-		    &a->has_shape);
-	fit_batches(&a->series, a->warmup, BATCH_HOLES, &a->holes_fit, &mean,
-		    &a->has_shape);
-	fit_batches(&a->series, a->warmup, BATCH_RELEASABLE, &a->releasable_fit,
-		    &mean, &a->has_shape);
-	fit_batches(&a->series, a->warmup, BATCH_IN_USE, &a->in_use_fit, &mean,
-		    &has_in_use);
-	fit_batches(&a->series, a->warmup, BATCH_HEAP_FREE, &a->heap_free_fit,
-		    &mean, &has_free);
-	a->has_mallinfo_fit = has_in_use && has_free;
-	/* glibc retains the holes and the free top of the brk heap; with the
-	 * top known for only some batches, the holes alone */
-	fit_batches(&a->series, a->warmup, BATCH_TOP, &a->top_fit, &mean,
-		    &a->has_top_fit);
-	a->retained_fit = a->holes_fit;
-	if (a->has_top_fit)
-		fit_batches(&a->series, a->warmup, BATCH_RETAINED,
-			    &a->retained_fit, &mean, &has_free);
-	/* retained memory is known only where glibc's layout is */
-	a->has_decomposition = a->has_rss_fit && a->has_shape && a->glibc;
-	if (a->has_decomposition)
-		a->other_slope = a->rss_fit.slope - a->live_fit.slope -
-				 a->retained_fit.slope;
-}
-
 /* The pinning blocks of the last batch end, by stack id. */
 static int copy_pins(struct analysis *a, const struct pass *p)
 {
@@ -351,7 +273,7 @@ static int copy_pins(struct analysis *a, const struct pass *p)
 		struct pin_group *g = &a->pins[i];
 		g->id = pins[i].slot == HEAPMAP_NOT_FOUND  ? PIN_NOT_FOUND
 			: pins[i].slot == HEAPMAP_UNPROBED ? PIN_UNPROBED
-			: stacks_slot_id(p->stacks, pins[i].slot);
+			: stacks_slot_id(a->stacks, pins[i].slot);
 		g->pinned_bytes = pins[i].pinned_bytes;
 		g->blocks = pins[i].blocks;
 		g->live_bytes = pins[i].live_bytes;
@@ -360,82 +282,89 @@ static int copy_pins(struct analysis *a, const struct pass *p)
 	return 0;
 }
 
-static int add_frames(struct symbols *sym, const struct stacks *st,
-		      struct stack_growth *g, int site_only)
+/* Every stack that allocated, ranked by growth (by_site: the sites). */
+static int rank(struct analysis *a, int by_site)
 {
-	uint64_t ips[STACK_DEPTH_MAX];
-	size_t n = stacks_ips(st, g->id, ips, STACK_DEPTH_MAX), cap = 0;
-	if (site_only) { /* a site shows its own frame */
-		ips[0] = g->site_ip;
-		n = g->site_ip != 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (symbols_resolve(sym, ips[i], &g->frames, &g->nframes, &cap))
+	stacks_growth_free(a->ranked, a->nranked);
+	a->ranked = NULL;
+	a->by_site = by_site;
+	return stacks_rank(a->stacks, (uint32_t)a->warmup,
+			   (uint32_t)a->series.n, by_site, &a->ranked,
+			   &a->nranked);
+}
+
+/* The verdict, from the growth and the stacks ranked one by one. */
+static void decide(struct analysis *a)
+{
+	size_t batches = a->series.n;
+	const struct growth *g = &a->growth;
+	const struct verdict_input in = {
+		.points = batches > a->warmup ? batches - a->warmup : 0,
+		.live_slope = g->live.slope,
+		.live_r2 = g->live.r2,
+		.live_mean = g->live_mean,
+		.has_rss = g->has_rss,
+		.rss_slope = g->rss.slope,
+		.rss_r2 = g->rss.r2,
+		.rss_mean = g->rss_mean,
+		.has_heap = g->has_heap,
+		.heap_slope = g->heap.slope,
+		.heap_r2 = g->heap.r2,
+		.heap_mean = g->heap_mean,
+		.stacks = a->ranked,
+		.nstacks = a->nranked,
+		.complete = a->complete,
+	};
+	verdict_decide(&in, &a->verdict);
+}
+
+/* Appends the frames of g's stack (site_only: of its site's frame). */
+static int add_frames(const struct analysis *a, struct stack_growth *g,
+		      int site_only)
+{
+	if (!site_only)
+		return analysis_frames(a, g->id, &g->frames, &g->nframes);
+	size_t cap = 0;
+	if (!g->site_ip)
+		return 0;
+	return symbols_resolve(a->symbols, g->site_ip, &g->frames,
+			       &g->nframes, &cap);
+}
+
+/* The frames of what the reports show: the top stacks (or sites and
+ * their top paths) and the top pinning stacks. */
+static int symbolize(struct analysis *a, size_t top)
+{
+	a->shown = a->nranked < top ? a->nranked : top;
+	a->paths_shown = top;
+	for (size_t i = 0; i < a->shown; i++) {
+		struct stack_growth *g = &a->ranked[i];
+		if (add_frames(a, g, a->by_site))
 			return -1;
+		for (size_t j = 0; j < g->npaths && j < top; j++)
+			if (add_frames(a, &g->paths[j], 0))
+				return -1;
+	}
+	a->pins_shown = a->npins < top ? a->npins : top;
+	for (size_t i = 0; i < a->pins_shown; i++) {
+		struct pin_group *g = &a->pins[i];
+		if (g->id < PIN_UNPROBED &&
+		    analysis_frames(a, g->id, &g->frames, &g->nframes))
+			return -1; /* the frames go with the pins */
+	}
 	return 0;
 }
 
-/* The means of the live heap, RSS and allocator footprint after the
- * warm-up, from their fits: the verdict weighs slopes against them. */
-struct means {
-	double live, rss, heap;
-};
-
-static int rank(struct analysis *a, const struct analysis_opts *o,
-		struct pass *p, const struct means *m)
+int analysis_frames(const struct analysis *a, uint64_t id,
+		    struct frame **frames, size_t *n)
 {
-	uint32_t batches = (uint32_t)a->series.n;
-	a->by_site = o->group_by_site;
-	if (stacks_rank(p->stacks, (uint32_t)a->warmup, batches, 0,
-			&a->stacks, &a->nstacks))
-		return -1;
-	struct verdict_input vin = {
-		.points = batches > a->warmup ? batches - a->warmup : 0,
-		.live_slope = a->live_fit.slope,
-		.live_r2 = a->live_fit.r2,
-		.has_rss = a->has_rss_fit,
-		.rss_slope = a->rss_fit.slope,
-		.rss_r2 = a->rss_fit.r2,
-		.stacks = a->stacks,
-		.nstacks = a->nstacks,
-		.complete = a->complete,
-		.live_mean = m->live,
-		.rss_mean = m->rss,
-		.heap_mean = m->heap,
-	};
-	vin.has_heap = a->has_heap_fit;
-	vin.heap_slope = a->heap_fit.slope;
-	vin.heap_r2 = a->heap_fit.r2;
-	verdict_decide(&vin, &a->verdict);
-	if (o->group_by_site) {
-		stacks_growth_free(a->stacks, a->nstacks);
-		a->stacks = NULL;
-		if (stacks_rank(p->stacks, (uint32_t)a->warmup, batches, 1,
-				&a->stacks, &a->nstacks))
+	uint64_t ips[STACK_DEPTH_MAX];
+	*frames = NULL;
+	*n = 0;
+	size_t depth = stacks_ips(a->stacks, id, ips, STACK_DEPTH_MAX), cap = 0;
+	for (size_t i = 0; i < depth; i++)
+		if (symbols_resolve(a->symbols, ips[i], frames, n, &cap))
 			return -1;
-	}
-	a->shown = a->nstacks < o->top ? a->nstacks : o->top;
-	a->paths_shown = o->top;
-	for (size_t i = 0; i < a->shown; i++) {
-		struct stack_growth *g = &a->stacks[i];
-		if (add_frames(p->symbols, p->stacks, g, o->group_by_site))
-			return -1;
-		for (size_t j = 0; j < g->npaths && j < o->top; j++)
-			if (add_frames(p->symbols, p->stacks, &g->paths[j], 0))
-				return -1;
-	}
-	a->pins_shown = a->npins < o->top ? a->npins : o->top;
-	for (size_t i = 0; i < a->pins_shown; i++) {
-		struct pin_group *g = &a->pins[i];
-		struct stack_growth tmp = { .id = g->id };
-		if (g->id >= PIN_UNPROBED)
-			continue;
-		int rc = add_frames(p->symbols, p->stacks, &tmp, 0);
-		g->frames = tmp.frames; /* freed with the pins, even on failure */
-		g->nframes = tmp.nframes;
-		if (rc)
-			return -1;
-	}
 	return 0;
 }
 
@@ -465,30 +394,25 @@ struct analysis *analysis_run(const char *path,
 			goto fail;
 	}
 	a->totals = p.replay->t;
-	a->bad_stack_refs = stacks_bad_refs(p.stacks);
-	a->distinct_stacks = stacks_count(p.stacks);
+	/* the stacks and the symbols stay: every stack's frames can be had */
+	a->stacks = p.stacks;
+	a->symbols = p.symbols;
+	p.stacks = NULL;
+	p.symbols = NULL;
+	a->bad_stack_refs = stacks_bad_refs(a->stacks);
+	a->distinct_stacks = stacks_count(a->stacks);
 	size_t batches = a->series.n;
-	stacks_finish(p.stacks, (uint32_t)batches);
+	stacks_finish(a->stacks, (uint32_t)batches);
 	a->warmup_auto = o->warmup < 0;
 	a->warmup = o->warmup < 0 ? regress_auto_warmup(batches)
 				  : (size_t)o->warmup;
-	struct means m;
-	int has;
-	fit_batches(&a->series, a->warmup, BATCH_LIVE, &a->live_fit, &m.live,
-		    &has);
-	fit_batches(&a->series, a->warmup, BATCH_RSS, &a->rss_fit, &m.rss,
-		    &a->has_rss_fit);
-	fit_batches(&a->series, a->warmup, BATCH_HEAP, &a->heap_fit, &m.heap,
-		    &a->has_heap_fit);
-	fit_shape(a);
-	if (copy_pins(a, &p))
+	growth_fit(&a->growth, &a->series, a->warmup, a->glibc);
+	if (copy_pins(a, &p) || rank(a, 0))
 		goto fail;
-	if (rank(a, o, &p, &m))
+	decide(a);
+	if ((o->group_by_site && rank(a, 1)) || symbolize(a, o->top))
 		goto fail;
-	replay_destroy(p.replay);
-	heapmap_destroy(p.heap);
-	stacks_destroy(p.stacks);
-	a->symbols = p.symbols;
+	pass_finish(&p);
 	return a;
 fail:
 	pass_finish(&p);
@@ -500,13 +424,14 @@ void analysis_destroy(struct analysis *a)
 {
 	if (!a)
 		return;
-	stacks_growth_free(a->stacks, a->nstacks);
+	stacks_growth_free(a->ranked, a->nranked);
 	for (size_t i = 0; i < a->npins; i++)
 		symbols_frames_free(a->pins[i].frames, a->pins[i].nframes);
 	free(a->pins);
 	free(a->allocator);
 	free(a->malloc_owner);
 	symbols_destroy(a->symbols);
+	stacks_destroy(a->stacks);
 	series_finish(&a->series);
 	for (int i = 0; i < a->argc; i++)
 		free(a->argv[i]);

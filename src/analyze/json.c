@@ -264,23 +264,23 @@ static int write_series(FILE *f, const struct analysis *a)
 static cJSON *growth(const struct analysis *a)
 {
 	cJSON *g = cJSON_CreateObject();
-	num(g, "live_bytes_per_batch", a->live_fit.slope);
-	num(g, "live_r2", a->live_fit.r2);
-	if (a->has_rss_fit) {
-		num(g, "rss_bytes_per_batch", a->rss_fit.slope);
-		num(g, "rss_r2", a->rss_fit.r2);
+	num(g, "live_bytes_per_batch", a->growth.live.slope);
+	num(g, "live_r2", a->growth.live.r2);
+	if (a->growth.has_rss) {
+		num(g, "rss_bytes_per_batch", a->growth.rss.slope);
+		num(g, "rss_r2", a->growth.rss.r2);
 	} else {
 		cJSON_AddNullToObject(g, "rss_bytes_per_batch");
 		cJSON_AddNullToObject(g, "rss_r2");
 	}
-	if (a->has_heap_fit) {
-		num(g, "heap_bytes_per_batch", a->heap_fit.slope);
-		num(g, "heap_r2", a->heap_fit.r2);
+	if (a->growth.has_heap) {
+		num(g, "heap_bytes_per_batch", a->growth.heap.slope);
+		num(g, "heap_r2", a->growth.heap.r2);
 	} else {
 		cJSON_AddNullToObject(g, "heap_bytes_per_batch");
 		cJSON_AddNullToObject(g, "heap_r2");
 	}
-	num(g, "batches_fitted", (double)a->live_fit.n);
+	num(g, "batches_fitted", (double)a->growth.live.n);
 	return g;
 }
 
@@ -324,7 +324,7 @@ static cJSON *stack(const struct stack_growth *s, size_t rank)
 static cJSON *fragmentation(const struct analysis *a)
 {
 	cJSON *f = cJSON_CreateObject();
-	const int shape = a->has_shape, glibc = shape && a->glibc;
+	const int shape = a->growth.has_shape, glibc = shape && a->glibc;
 	const struct batch *last = a->series.n ? &a->series.v[a->series.n - 1]
 					       : NULL;
 	str_or_null(f, "allocator", a->allocator);
@@ -351,27 +351,27 @@ static cJSON *fragmentation(const struct analysis *a)
 	num_if(f, "top_bytes", at && a->glibc && last->has_top,
 	       at ? (double)last->top_bytes : 0);
 	/* slopes, bytes per batch after the warm-up */
-	num_if(f, "footprint_bytes_per_batch", shape, a->footprint_fit.slope);
-	num_if(f, "span_bytes_per_batch", glibc, a->span_fit.slope);
-	num_if(f, "holes_bytes_per_batch", glibc, a->holes_fit.slope);
+	num_if(f, "footprint_bytes_per_batch", shape, a->growth.footprint.slope);
+	num_if(f, "span_bytes_per_batch", glibc, a->growth.span.slope);
+	num_if(f, "holes_bytes_per_batch", glibc, a->growth.holes.slope);
 	num_if(f, "releasable_bytes_per_batch", glibc,
-	       a->releasable_fit.slope);
-	num_if(f, "top_bytes_per_batch", glibc && a->has_top_fit,
-	       a->top_fit.slope);
-	num_if(f, "retained_bytes_per_batch", glibc, a->retained_fit.slope);
+	       a->growth.releasable.slope);
+	num_if(f, "top_bytes_per_batch", glibc && a->growth.has_top,
+	       a->growth.top.slope);
+	num_if(f, "retained_bytes_per_batch", glibc, a->growth.retained.slope);
 	cJSON *mi = cJSON_AddObjectToObject(f, "allocator_state");
-	num_if(mi, "in_use_bytes_per_batch", a->has_mallinfo_fit,
-	       a->in_use_fit.slope);
-	num_if(mi, "free_bytes_per_batch", a->has_mallinfo_fit,
-	       a->heap_free_fit.slope);
-	num_if(mi, "footprint_bytes_per_batch", a->has_heap_fit,
-	       a->heap_fit.slope);
-	if (a->has_decomposition) {
+	num_if(mi, "in_use_bytes_per_batch", a->growth.has_mallinfo,
+	       a->growth.in_use.slope);
+	num_if(mi, "free_bytes_per_batch", a->growth.has_mallinfo,
+	       a->growth.heap_free.slope);
+	num_if(mi, "footprint_bytes_per_batch", a->growth.has_heap,
+	       a->growth.heap.slope);
+	if (a->growth.has_decomposition) {
 		cJSON *d = cJSON_AddObjectToObject(f, "decomposition");
-		num(d, "rss_bytes_per_batch", a->rss_fit.slope);
-		num(d, "live_bytes_per_batch", a->live_fit.slope);
-		num(d, "retained_bytes_per_batch", a->retained_fit.slope);
-		num(d, "other_bytes_per_batch", a->other_slope);
+		num(d, "rss_bytes_per_batch", a->growth.rss.slope);
+		num(d, "live_bytes_per_batch", a->growth.live.slope);
+		num(d, "retained_bytes_per_batch", a->growth.retained.slope);
+		num(d, "other_bytes_per_batch", a->growth.other_slope);
 	} else {
 		cJSON_AddNullToObject(f, "decomposition");
 	}
@@ -401,7 +401,7 @@ static cJSON *stacks(const struct analysis *a)
 {
 	cJSON *v = cJSON_CreateArray();
 	for (size_t i = 0; i < a->shown; i++) {
-		const struct stack_growth *s = &a->stacks[i];
+		const struct stack_growth *s = &a->ranked[i];
 		cJSON *o = stack(s, i + 1);
 		if (a->by_site) {
 			cJSON *paths = cJSON_AddArrayToObject(o, "paths");

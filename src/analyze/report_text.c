@@ -98,17 +98,17 @@ static void verdict(FILE *o, const struct analysis *a, int utf8)
 	const char *r2 = utf8 ? "R²" : "R2";
 	fprintf(o, "\nVerdict: %s\n", verdict_name(a->verdict.verdict));
 	fprintf(o, "  live heap %s/batch (%s %.3f)", 
-		human(a->live_fit.slope, b1, sizeof(b1)), r2, a->live_fit.r2);
-	if (a->has_rss_fit)
+		human(a->growth.live.slope, b1, sizeof(b1)), r2, a->growth.live.r2);
+	if (a->growth.has_rss)
 		fprintf(o, ", RSS %s/batch (%s %.3f)",
-			human(a->rss_fit.slope, b2, sizeof(b2)), r2,
-			a->rss_fit.r2);
+			human(a->growth.rss.slope, b2, sizeof(b2)), r2,
+			a->growth.rss.r2);
 	else
 		fprintf(o, ", RSS unknown (no samples)");
-	if (a->has_heap_fit)
+	if (a->growth.has_heap)
 		fprintf(o, ", allocator footprint %s/batch",
-			human(a->heap_fit.slope, b1, sizeof(b1)));
-	fprintf(o, ", over %zu batches\n", a->live_fit.n);
+			human(a->growth.heap.slope, b1, sizeof(b1)));
+	fprintf(o, ", over %zu batches\n", a->growth.live.n);
 	fprintf(o, "  why: %s\n", a->verdict.text);
 }
 
@@ -116,35 +116,35 @@ static void verdict(FILE *o, const struct analysis *a, int utf8)
 static void decomposition(FILE *o, const struct analysis *a)
 {
 	char b1[32], b2[32], b3[32], b4[32];
-	if (!a->has_shape || !a->series.n)
+	if (!a->growth.has_shape || !a->series.n)
 		return;
 	fprintf(o, "\nWhere the growth goes (per batch, after warm-up):\n");
-	if (a->has_rss_fit)
+	if (a->growth.has_rss)
 		fprintf(o, "  RSS                %12s\n",
-			human(a->rss_fit.slope, b1, sizeof(b1)));
+			human(a->growth.rss.slope, b1, sizeof(b1)));
 	fprintf(o, "  %s live heap        %12s  blocks the program holds\n",
-		a->has_rss_fit ? "=" : " ",
-		human(a->live_fit.slope, b1, sizeof(b1)));
-	if (a->has_decomposition) {
+		a->growth.has_rss ? "=" : " ",
+		human(a->growth.live.slope, b1, sizeof(b1)));
+	if (a->growth.has_decomposition) {
 		fprintf(o, "  + retained by glibc%12s  free memory it keeps: "
-			   "holes %s", human(a->retained_fit.slope, b1,
+			   "holes %s", human(a->growth.retained.slope, b1,
 					     sizeof(b1)),
-			human(a->holes_fit.slope, b2, sizeof(b2)));
-		if (a->has_top_fit)
+			human(a->growth.holes.slope, b2, sizeof(b2)));
+		if (a->growth.has_top)
 			fprintf(o, ", top of the heap %s",
-				human(a->top_fit.slope, b3, sizeof(b3)));
+				human(a->growth.top.slope, b3, sizeof(b3)));
 		fputc('\n', o);
 		fprintf(o, "  + other            %12s  mmapped data, stacks, "
 			   "code: outside the malloc heap\n",
-			human(a->other_slope, b1, sizeof(b1)));
-	} else if (a->has_rss_fit) {
+			human(a->growth.other_slope, b1, sizeof(b1)));
+	} else if (a->growth.has_rss) {
 		fprintf(o, "  + not live         %12s  retained by %s or "
 			   "outside the heap (its layout is glibc's only)\n",
-			human(a->rss_fit.slope - a->live_fit.slope, b1,
+			human(a->growth.rss.slope - a->growth.live.slope, b1,
 			      sizeof(b1)),
 			a->allocator ? a->allocator : "the allocator");
 	}
-	if (a->has_mallinfo_fit) {
+	if (a->growth.has_mallinfo) {
 		size_t with = 0, all = 0;
 		for (size_t i = a->warmup; i < a->series.n; i++, all++)
 			with += a->series.v[i].has_heap_free;
@@ -153,8 +153,8 @@ static void decomposition(FILE *o, const struct analysis *a)
 			snprintf(at, sizeof(at), "%zu of %zu marks", with, all);
 		fprintf(o, "  glibc's own view (mallinfo2 at %s): in use %s, "
 			   "free %s\n",
-			at, human(a->in_use_fit.slope, b1, sizeof(b1)),
-			human(a->heap_free_fit.slope, b2, sizeof(b2)));
+			at, human(a->growth.in_use.slope, b1, sizeof(b1)),
+			human(a->growth.heap_free.slope, b2, sizeof(b2)));
 	}
 	const struct batch *b = &a->series.v[a->series.n - 1];
 	if (a->glibc)
@@ -170,8 +170,8 @@ static void decomposition(FILE *o, const struct analysis *a)
 				human((double)b->top_bytes, b3, sizeof(b3)));
 		fprintf(o, ", pages with live data %s\n",
 			human((double)b->footprint_bytes, b4, sizeof(b4)));
-		if (a->has_top_fit && a->top_fit.slope > 0 &&
-		    a->top_fit.slope >= 0.25 * a->retained_fit.slope)
+		if (a->growth.has_top && a->growth.top.slope > 0 &&
+		    a->growth.top.slope >= 0.25 * a->growth.retained.slope)
 			fprintf(o, "  the free top grows: glibc trims it only "
 				   "above its trim threshold, which freeing "
 				   "large\n  mmapped blocks raises; "
@@ -235,7 +235,7 @@ static void series(FILE *o, const struct analysis *a, int utf8)
 			(s->n + SPARK_WIDTH - 1) / SPARK_WIDTH);
 		spark(o, "live", a, BATCH_LIVE, utf8);
 		spark(o, "RSS", a, BATCH_RSS, utf8);
-		if (a->has_shape && a->glibc)
+		if (a->growth.has_shape && a->glibc)
 			spark(o, "holes", a, BATCH_HOLES, utf8);
 		return;
 	}
@@ -309,7 +309,7 @@ static void head(FILE *o, const struct stack_growth *g, const char *lead,
 
 static void stacks(FILE *o, const struct analysis *a, int utf8)
 {
-	if (!a->nstacks) {
+	if (!a->nranked) {
 		fprintf(o, "\nNo heap allocations recorded.\n");
 		return;
 	}
@@ -317,9 +317,9 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 		return;
 	fprintf(o, "\nTop %s by growth per batch (%zu of %zu):\n",
 		a->by_site ? "allocation sites" : "stacks", a->shown,
-		a->nstacks);
+		a->nranked);
 	for (size_t i = 0; i < a->shown; i++) {
-		const struct stack_growth *g = &a->stacks[i];
+		const struct stack_growth *g = &a->ranked[i];
 		char lead[32];
 		snprintf(lead, sizeof(lead), "\n#%-3zu ", i + 1);
 		head(o, g, lead, utf8);
@@ -405,19 +405,19 @@ int report_compare(FILE *o, struct analysis *const *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct analysis *a = v[i];
 		const char *name = base_name(a->path);
-		human(a->live_fit.slope, live, sizeof(live));
+		human(a->growth.live.slope, live, sizeof(live));
 		snprintf(rss, sizeof(rss), "-");
 		snprintf(ret, sizeof(ret), "-");
 		snprintf(other, sizeof(other), "-");
 		snprintf(use, sizeof(use), "-");
-		if (a->has_rss_fit)
-			human(a->rss_fit.slope, rss, sizeof(rss));
-		if (a->has_decomposition) {
-			human(a->retained_fit.slope, ret, sizeof(ret));
-			human(a->other_slope, other, sizeof(other));
+		if (a->growth.has_rss)
+			human(a->growth.rss.slope, rss, sizeof(rss));
+		if (a->growth.has_decomposition) {
+			human(a->growth.retained.slope, ret, sizeof(ret));
+			human(a->growth.other_slope, other, sizeof(other));
 		}
-		if (a->has_mallinfo_fit)
-			human(a->in_use_fit.slope, use, sizeof(use));
+		if (a->growth.has_mallinfo)
+			human(a->growth.in_use.slope, use, sizeof(use));
 		fprintf(o, "  %-28.28s %-10.10s %7zu %10s %10s %10s %10s %10s  "
 			   "%s\n",
 			name, a->allocator ? a->allocator : "?", a->series.n,
