@@ -441,6 +441,23 @@ void analysis_destroy(struct analysis *a)
 	free(a);
 }
 
+const struct batch *analysis_last_batch(const struct analysis *a)
+{
+	return a->series.n ? &a->series.v[a->series.n - 1] : NULL;
+}
+
+size_t analysis_stale_modules(const struct analysis *a, const char **first)
+{
+	*first = NULL;
+	return a->symbols ? symbols_stale(a->symbols, first) : 0;
+}
+
+int analysis_pinning_matters(const struct analysis *a)
+{
+	return a->verdict.verdict == VERDICT_FRAGMENTATION ||
+	       a->verdict.verdict == VERDICT_MIXED;
+}
+
 int analysis_parse_batches(const char *arg, struct analysis_opts *o)
 {
 	if (!strcmp(arg, "marker") || !strcmp(arg, "markers")) {

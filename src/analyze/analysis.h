@@ -101,6 +101,15 @@ void analysis_destroy(struct analysis *a);
 int analysis_frames(const struct analysis *a, uint64_t id,
 		    struct frame **frames, size_t *n);
 
+/* What both report writers show, said once. */
+/* The last batch; NULL without batches. */
+const struct batch *analysis_last_batch(const struct analysis *a);
+/* Modules whose file changed since the recording: how many, and the
+ * first one's path (symbols_stale). */
+size_t analysis_stale_modules(const struct analysis *a, const char **first);
+/* Whether the verdict makes the pinning blocks worth showing. */
+int analysis_pinning_matters(const struct analysis *a);
+
 /* Parses "marker", "time:DURATION" (ns, us, ms, s, m, h; default s). */
 int analysis_parse_batches(const char *arg, struct analysis_opts *o);
 

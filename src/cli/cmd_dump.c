@@ -3,12 +3,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "analyze/walk.h"
 #include "commands.h"
 #include "format/error.h"
 #include "format/reader.h"
+#include "report/words.h"
 
 struct dump_opts {
 	int stats;
@@ -274,9 +274,8 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 		printf("unrecorded: %" PRIu64 "\n",
 		       s->end_counts[HS_COUNT_UNRECORDED]);
 	if (s->has_end) {
-		printf("end_reason: %s\n", s->end_reason < 4
-						   ? end_reasons[s->end_reason]
-						   : "?");
+		const char *why = words_end_reason(s->end_reason);
+		printf("end_reason: %s\n", why ? why : "?");
 		/* the recorder's own counts must agree with what we read */
 		int agree = s->end_counts[HS_COUNT_EVENTS] == s->events &&
 			    s->end_counts[HS_COUNT_ALLOCATIONS] ==
@@ -290,13 +289,13 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 			!s->stop_reason[0] && !h->malloc_owner;
 		printf("counts_verified: %s\n", agree ? "yes" : "no");
 	}
-	if (s->has_exit) {
-		int st = (int)s->wait_status;
-		if (WIFEXITED(st))
-			printf("exit_status: %d\n", WEXITSTATUS(st));
-		else if (WIFSIGNALED(st))
-			printf("exit_signal: %d\n", WTERMSIG(st));
-	}
+	int v;
+	enum words_exit how =
+		s->has_exit ? words_exit(s->wait_status, &v) : WORDS_EXIT_OTHER;
+	if (how == WORDS_EXIT_STATUS)
+		printf("exit_status: %d\n", v);
+	else if (how == WORDS_EXIT_SIGNAL)
+		printf("exit_signal: %d\n", v);
 }
 
 /* The walk's callbacks: every record is counted, and printed unless

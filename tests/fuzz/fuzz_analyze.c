@@ -1,9 +1,10 @@
 /* libFuzzer target: the analyzer on arbitrary input, through analysis_run,
- * the streaming pass `heapslope analyze` makes (the reader's prefetch and
- * reader_events, the replay, the heap map, the stacks, the series,
- * symbols), then both report builders.  Any input must end in a report
- * or a clean error, never a crash, a leak, or memory or time without
- * bound.
+ * the walk `heapslope analyze` makes (the reader's prefetch and
+ * reader_events, the replay and its consumers: the stacks, the heap map,
+ * the series; symbols), then every report format, for one trace and for
+ * two side by side; and the walk `heapslope dump` makes, record by
+ * record.  Any input must end in a report or a clean error, never a
+ * crash, a leak, or memory or time without bound.
  *
  * Inputs that start with the trace magic are traces.  Other inputs
  * starting with an odd byte are record bytes, wrapped here in a valid
@@ -21,10 +22,10 @@
 #include <zstd.h>
 
 #include "analyze/analysis.h"
-#include "analyze/json.h"
-#include "analyze/report_text.h"
+#include "analyze/walk.h"
 #include "format/encoder.h"
 #include "mutate.h"
+#include "report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
@@ -104,6 +105,16 @@ static int write_input(const uint8_t *data, size_t size)
 	return fclose(f) == 0 && rc == 0 ? 0 : -1;
 }
 
+/* dump's walk: every record through reader_next, none skipped. */
+static int count_record(void *ctx, const struct hs_record *rec)
+{
+	(void)rec;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+static const struct walk_sink records = { .record = count_record };
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* the options of `heapslope analyze`, grouping by site on half the
@@ -116,16 +127,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.top = 10,
 		.group_by_site = size & 1,
 	};
+	const struct report_opts ro = { .utf8 = (size & 8) != 0 };
+	size_t n = 0;
 	if (write_input(data, size))
 		return 0;
+	walk(path, &records, &n);
 	struct analysis *a = analysis_run(path, &o);
-	FILE *null = fopen("/dev/null", "w");
-	if (a && null) {
-		report_text(null, a, size & 8);
-		json_write(a, "/dev/null");
+	struct analysis *const two[] = { a, a };
+	size_t nformats;
+	const struct report_format *f = report_formats(&nformats);
+	for (size_t i = 0; a && i < nformats; i++) {
+		report_write(&f[i], two, 1, "/dev/null", &ro);
+		report_write(&f[i], two, 2, "/dev/null", &ro);
 	}
-	if (null)
-		fclose(null);
 	analysis_destroy(a);
 	return 0;
 }

@@ -1,5 +1,6 @@
-#include "json.h"
-
+/* The JSON report, schema "heapslope.report/1" (heapslope-report(5)),
+ * and several side by side, "heapslope.comparison/1".  The only file
+ * that knows cJSON. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -7,11 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
-#include "analysis.h"
+#include "analyze/analysis.h"
+#include "analyze/symbols.h"
 #include "format/error.h"
-#include "symbols.h"
+#include "words.h"
+#include "writers.h"
 
 #ifndef HS_VERSION
 #define HS_VERSION "unknown"
@@ -25,9 +27,6 @@ static const char *const sources[] = {
 	[BATCHES_TIME] = "time",
 	[BATCHES_AUTO] = "auto",
 };
-
-static const char *const end_reasons[] = { "exit", "exec", "_exit",
-					   "error" };
 
 /* cJSON numbers are doubles: exact for counts below 2^53.  A whole number
  * from 1e15 on cJSON writes as 3.4e+15 (15 digits), which readers take for
@@ -112,13 +111,15 @@ static cJSON *program(const struct analysis *a)
 	for (int i = 0; i < a->argc; i++)
 		cJSON_AddItemToArray(cmd, string(a->argv[i]));
 	num(p, "pid", (double)a->pid);
-	int st = (int)a->wait_status;
-	if (a->has_exit && WIFEXITED(st))
-		num(p, "exit_status", WEXITSTATUS(st));
+	int v;
+	enum words_exit how =
+		a->has_exit ? words_exit(a->wait_status, &v) : WORDS_EXIT_OTHER;
+	if (how == WORDS_EXIT_STATUS)
+		num(p, "exit_status", v);
 	else
 		cJSON_AddNullToObject(p, "exit_status");
-	if (a->has_exit && WIFSIGNALED(st))
-		num(p, "exit_signal", WTERMSIG(st));
+	if (how == WORDS_EXIT_SIGNAL)
+		num(p, "exit_signal", v);
 	str_or_null(p, "exe", a->exe);
 	return p;
 }
@@ -132,8 +133,7 @@ static cJSON *trace(const struct analysis *a)
 	cJSON_AddBoolToObject(t, "complete", a->complete);
 	cJSON_AddBoolToObject(t, "truncated", a->truncated);
 	str_or_null(t, "end_reason",
-		    a->has_end && a->end_reason < 4 ? end_reasons[a->end_reason]
-						    : NULL);
+		    a->has_end ? words_end_reason(a->end_reason) : NULL);
 	str_or_null(t, "stopped", a->stopped[0] ? a->stopped : NULL);
 	num(t, "unrecorded", (double)a->unrecorded);
 	str_or_null(t, "malloc_owner", a->malloc_owner);
@@ -141,8 +141,7 @@ static cJSON *trace(const struct analysis *a)
 	num(t, "samples", (double)a->samples);
 	num(t, "distinct_stacks", (double)a->distinct_stacks);
 	const char *first;
-	num(t, "stale_modules",
-	    a->symbols ? (double)symbols_stale(a->symbols, &first) : 0);
+	num(t, "stale_modules", (double)analysis_stale_modules(a, &first));
 	return t;
 }
 
@@ -284,11 +283,11 @@ static cJSON *growth(const struct analysis *a)
 	return g;
 }
 
-static cJSON *frames(const struct stack_growth *s)
+static cJSON *frames(const struct frame *fv, size_t n)
 {
 	cJSON *v = cJSON_CreateArray();
-	for (size_t i = 0; i < s->nframes; i++) {
-		const struct frame *f = &s->frames[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct frame *f = &fv[i];
 		cJSON *o = cJSON_CreateObject();
 		char addr[24];
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
@@ -317,7 +316,7 @@ static cJSON *stack(const struct stack_growth *s, size_t rank)
 	num(o, "leaked_bytes", (double)s->leaked_bytes);
 	num(o, "leaked_blocks", (double)s->leaked_blocks);
 	num(o, "allocations", (double)s->allocations);
-	cJSON_AddItemToObject(o, "frames", frames(s));
+	cJSON_AddItemToObject(o, "frames", frames(s->frames, s->nframes));
 	return o;
 }
 
@@ -325,8 +324,7 @@ static cJSON *fragmentation(const struct analysis *a)
 {
 	cJSON *f = cJSON_CreateObject();
 	const int shape = a->growth.has_shape, glibc = shape && a->glibc;
-	const struct batch *last = a->series.n ? &a->series.v[a->series.n - 1]
-					       : NULL;
+	const struct batch *last = analysis_last_batch(a);
 	str_or_null(f, "allocator", a->allocator);
 	cJSON_AddStringToObject(f, "layout", a->glibc ? "glibc" : "pages");
 	if (a->heap_start) {
@@ -376,10 +374,8 @@ static cJSON *fragmentation(const struct analysis *a)
 		cJSON_AddNullToObject(f, "decomposition");
 	}
 	num_if(f, "pinned_bytes", glibc, (double)a->pinned_bytes);
-	enum verdict v = a->verdict.verdict;
 	cJSON_AddBoolToObject(f, "pinning_matters",
-			      v == VERDICT_FRAGMENTATION ||
-				      v == VERDICT_MIXED);
+			      analysis_pinning_matters(a));
 	cJSON *ps = cJSON_AddArrayToObject(f, "pinning_stacks");
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		const struct pin_group *g = &a->pins[i];
@@ -389,9 +385,8 @@ static cJSON *fragmentation(const struct analysis *a)
 		num(o, "blocks", (double)g->blocks);
 		num(o, "live_bytes", (double)g->live_bytes);
 		num_if(o, "stack_id", g->id < PIN_UNPROBED, (double)g->id);
-		struct stack_growth tmp = { .frames = g->frames,
-					    .nframes = g->nframes };
-		cJSON_AddItemToObject(o, "frames", frames(&tmp));
+		cJSON_AddItemToObject(o, "frames",
+				      frames(g->frames, g->nframes));
 		cJSON_AddItemToArray(ps, o);
 	}
 	return f;
@@ -432,7 +427,7 @@ static cJSON *report(const struct analysis *a)
 	cJSON_AddItemToObject(root, "batches", batches(a));
 	cJSON_AddItemToObject(root, "growth", growth(a));
 	cJSON_AddStringToObject(root, "verdict",
-				verdict_name(a->verdict.verdict));
+				words_verdict(a->verdict.verdict));
 	cJSON_AddStringToObject(root, "verdict_reason", a->verdict.text);
 	cJSON_AddStringToObject(root, "stack_grouping",
 				a->by_site ? "site" : "stack");
@@ -441,22 +436,15 @@ static cJSON *report(const struct analysis *a)
 	return root;
 }
 
-/* Prints root to path ("-": stdout), the series of a[0, n) in their
- * places, and frees root. */
+/* Prints root to f, the series of a[0, n) in their places, and frees
+ * root; dest names f in messages. */
 static int write_doc(cJSON *root, struct analysis *const *a, size_t n,
-		     const char *path)
+		     FILE *f, const char *dest)
 {
 	int rc = -1;
-	FILE *f = NULL;
 	char *text = root ? cJSON_Print(root) : NULL;
 	if (!text) {
 		hs_error("out of memory");
-		goto out;
-	}
-	int to_stdout = !strcmp(path, "-");
-	f = to_stdout ? stdout : fopen(path, "w");
-	if (!f) {
-		hs_error("cannot create %s: %s", path, strerror(errno));
 		goto out;
 	}
 	hs_error("out of memory"); /* what write_series leaves unset */
@@ -476,23 +464,22 @@ static int write_doc(cJSON *root, struct analysis *const *a, size_t n,
 	goto out;
 write_error:
 	if (ferror(f))
-		hs_error("cannot write %s: %s", to_stdout ? "stdout" : path,
-			 strerror(errno));
+		hs_error("cannot write %s: %s", dest, strerror(errno));
 out:
-	if (f && f != stdout && fclose(f) != 0 && rc == 0)
-		rc = hs_error("cannot write %s: %s", path, strerror(errno));
 	cJSON_free(text);
 	cJSON_Delete(root);
 	return rc;
 }
 
-int json_write(const struct analysis *a, const char *path)
+int json_write(FILE *f, const struct analysis *a,
+	       const struct report_opts *o)
 {
 	struct analysis *const one[] = { (struct analysis *)a };
-	return write_doc(report(a), one, 1, path);
+	return write_doc(report(a), one, 1, f, o->dest);
 }
 
-int json_write_many(struct analysis *const *a, size_t n, const char *path)
+int json_write_many(FILE *f, struct analysis *const *a, size_t n,
+		    const struct report_opts *o)
 {
 	cJSON *root = cJSON_CreateObject();
 	if (root) {
@@ -501,5 +488,5 @@ int json_write_many(struct analysis *const *a, size_t n, const char *path)
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(v, report(a[i]));
 	}
-	return write_doc(root, a, n, path);
+	return write_doc(root, a, n, f, o->dest);
 }
