@@ -368,8 +368,8 @@ int analysis_frames(const struct analysis *a, uint64_t id,
 	return 0;
 }
 
-struct analysis *analysis_run(const char *path,
-			      const struct analysis_opts *o)
+struct analysis *analysis_create(const char *path,
+				 const struct analysis_opts *o)
 {
 	struct pass p = { 0 };
 	struct analysis *a = calloc(1, sizeof(*a));

@@ -52,7 +52,7 @@ struct analysis {
 	int has_exit;
 	uint64_t wait_status;
 	int complete;      /* END record seen */
-	int truncated;     /* a partial last frame was dropped */
+	int truncated;     /* a partial last chunk was dropped */
 	int has_end;
 	unsigned end_reason;
 	char stopped[512];   /* recording stopped early: the recorder's reason */
@@ -90,9 +90,9 @@ struct analysis {
 };
 
 /* NULL with hs_last_error() when the trace cannot be read or is corrupt;
- * a truncated last frame or a missing END is not an error. */
-struct analysis *analysis_run(const char *path,
-			      const struct analysis_opts *o);
+ * a truncated last chunk or a missing END is not an error. */
+struct analysis *analysis_create(const char *path,
+				 const struct analysis_opts *o);
 void analysis_destroy(struct analysis *a);
 
 /* The frames of any stack of the trace, innermost first, into a new

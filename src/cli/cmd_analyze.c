@@ -116,7 +116,7 @@ static const struct argp argp = {
 static struct analysis *run_one(const char *path,
 				const struct analysis_opts *o)
 {
-	struct analysis *a = analysis_run(path, o);
+	struct analysis *a = analysis_create(path, o);
 	if (!a) {
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
 		return NULL;

@@ -1,5 +1,5 @@
-/* libFuzzer target: the analyzer on arbitrary input, through analysis_run,
- * the walk `heapslope analyze` makes (the reader's prefetch and
+/* libFuzzer target: the analyzer on arbitrary input, through
+ * analysis_create, the walk `heapslope analyze` makes (the reader's prefetch and
  * reader_events, the replay and its consumers: the stacks, the heap map,
  * the series; symbols), then every report format, for one trace and for
  * two side by side; and the walk `heapslope dump` makes, record by
@@ -41,8 +41,8 @@ static int is_trace(const uint8_t *data, size_t size)
 	return size >= HS_MAGIC_LEN && !memcmp(data, HS_MAGIC, HS_MAGIC_LEN);
 }
 
-/* A trace whose records are the input, in two frames (the second half in
- * its own frame: delta state restarts there). */
+/* A trace whose records are the input, in two chunks (the second half in
+ * its own chunk: delta state restarts there). */
 static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 {
 	uint8_t body[256], pre[HS_PREAMBLE_LEN + sizeof(body)];
@@ -64,7 +64,7 @@ static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 		size_t cap = chunk_bound(parts[i][1]);
 		uint8_t *out = malloc(cap);
 		/* rows that parse are transposed as the recorder does;
-		 * others go in as the frame's payload, to fuzz the columns */
+		 * others go in as the chunk's payload, to fuzz the columns */
 		uint8_t *work = out ? malloc(chunk_work_size(parts[i][1]))
 				    : NULL;
 		size_t c = work ? chunk_encode(cctx, data + parts[i][0],
@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (write_input(data, size))
 		return 0;
 	walk(path, &records, &n);
-	struct analysis *a = analysis_run(path, &o);
+	struct analysis *a = analysis_create(path, &o);
 	struct analysis *const two[] = { a, a };
 	size_t nformats;
 	const struct report_format *f = report_formats(&nformats);
