@@ -202,18 +202,10 @@ static cJSON *batch_entry(const struct analysis *a, size_t i)
 	num(o, "end_s", (double)x->end_ns / 1e9);
 	num(o, "live_bytes", (double)x->live_bytes);
 	num(o, "peak_live_bytes", (double)x->peak_live_bytes);
-	if (x->has_rss)
-		num(o, "rss_bytes", (double)x->rss_bytes);
-	else
-		cJSON_AddNullToObject(o, "rss_bytes");
-	if (x->has_heap_free)
-		num(o, "heap_free_bytes", (double)x->heap_free_bytes);
-	else
-		cJSON_AddNullToObject(o, "heap_free_bytes");
-	if (x->has_heap_free)
-		num(o, "heap_bytes", (double)x->heap_bytes);
-	else
-		cJSON_AddNullToObject(o, "heap_bytes");
+	num_if(o, "rss_bytes", x->has_rss, (double)x->rss_bytes);
+	num_if(o, "heap_free_bytes", x->has_heap_free,
+	       (double)x->heap_free_bytes);
+	num_if(o, "heap_bytes", x->has_heap_free, (double)x->heap_bytes);
 	num(o, "allocations", (double)x->allocations);
 	num(o, "frees", (double)x->frees);
 	num(o, "allocated_bytes", (double)x->allocated_bytes);
@@ -265,20 +257,11 @@ static cJSON *growth(const struct analysis *a)
 	cJSON *g = cJSON_CreateObject();
 	num(g, "live_bytes_per_batch", a->growth.live.slope);
 	num(g, "live_r2", a->growth.live.r2);
-	if (a->growth.has_rss) {
-		num(g, "rss_bytes_per_batch", a->growth.rss.slope);
-		num(g, "rss_r2", a->growth.rss.r2);
-	} else {
-		cJSON_AddNullToObject(g, "rss_bytes_per_batch");
-		cJSON_AddNullToObject(g, "rss_r2");
-	}
-	if (a->growth.has_heap) {
-		num(g, "heap_bytes_per_batch", a->growth.heap.slope);
-		num(g, "heap_r2", a->growth.heap.r2);
-	} else {
-		cJSON_AddNullToObject(g, "heap_bytes_per_batch");
-		cJSON_AddNullToObject(g, "heap_r2");
-	}
+	num_if(g, "rss_bytes_per_batch", a->growth.has_rss, a->growth.rss.slope);
+	num_if(g, "rss_r2", a->growth.has_rss, a->growth.rss.r2);
+	num_if(g, "heap_bytes_per_batch", a->growth.has_heap,
+	       a->growth.heap.slope);
+	num_if(g, "heap_r2", a->growth.has_heap, a->growth.heap.r2);
 	num(g, "batches_fitted", (double)a->growth.live.n);
 	return g;
 }
