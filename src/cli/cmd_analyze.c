@@ -141,10 +141,9 @@ static int write_reports(const struct analyze_opts *o,
 	if (o->json &&
 	    report_write(report_format("json"), v, o->npaths, o->json, &ro))
 		return -1;
-	if (!strcmp(o->format->name, "text")) {
-		setlocale(LC_CTYPE, "");
-		ro.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-	}
+	/* sparklines and R² where the terminal takes UTF-8 */
+	setlocale(LC_CTYPE, "");
+	ro.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
 	return report_write(o->format, v, o->npaths, "-", &ro);
 }
 
