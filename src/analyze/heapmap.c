@@ -571,17 +571,6 @@ static void block_drop(void *ctx, const struct replay_block *b,
 	heapmap_sub(ctx, b->addr, b->size);
 }
 
-static int find_block(void *ctx, uint64_t addr, uint32_t *slot,
-		      uint64_t *size)
-{
-	const struct replay_block *b = replay_find(ctx, addr);
-	if (!b)
-		return 0;
-	*slot = b->slot;
-	*size = b->size;
-	return 1;
-}
-
 /* The blocks that pin the heap at every batch end: heapmap_last_pins
  * gives those of the last. */
 static int batch_end(void *ctx, const struct replay *r,
@@ -590,7 +579,7 @@ static int batch_end(void *ctx, const struct replay *r,
 	const struct heapmap_pin *pins;
 	size_t n;
 	(void)b;
-	return heapmap_pins(ctx, find_block, (void *)r, &pins, &n);
+	return heapmap_pins(ctx, replay_block_at, (void *)r, &pins, &n);
 }
 
 const struct replay_consumer heapmap_consumer = {

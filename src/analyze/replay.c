@@ -90,7 +90,8 @@ static int grow(struct replay *r)
 	return 0;
 }
 
-const struct replay_block *replay_find(const struct replay *r, uint64_t addr)
+static inline const struct replay_block *find(const struct replay *r,
+					      uint64_t addr)
 {
 	if (!addr)
 		return NULL;
@@ -100,6 +101,21 @@ const struct replay_block *replay_find(const struct replay *r, uint64_t addr)
 		if (!r->tab[h].addr)
 			return NULL;
 	}
+}
+
+const struct replay_block *replay_find(const struct replay *r, uint64_t addr)
+{
+	return find(r, addr);
+}
+
+int replay_block_at(void *r, uint64_t addr, uint32_t *slot, uint64_t *size)
+{
+	const struct replay_block *b = find(r, addr);
+	if (!b)
+		return 0;
+	*slot = b->slot;
+	*size = b->size;
+	return 1;
 }
 
 /* The consumers other than the direct ones: apart from the event loop,
@@ -155,7 +171,7 @@ static int drop(struct replay *r, uint64_t addr, enum replay_cause why)
 				stacks_sub(r->direct_stacks, b->slot, b->size,
 					   r->batch);
 			if (r->direct_heap)
-				heapmap_sub(r->direct_heap, addr, b->size);
+				heapmap_sub(r->direct_heap, b->addr, b->size);
 			if (__builtin_expect(r->ndrops != 0, 0))
 				feed_drop(r, b, why);
 			erase(r, h);

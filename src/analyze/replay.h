@@ -131,5 +131,8 @@ int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark);
 
 /* The live block at addr, or NULL. */
 const struct replay_block *replay_find(const struct replay *r, uint64_t addr);
+/* The same as a heapmap_find_fn (heapmap.h), r a struct replay: 1 with
+ * the block's slot and size, else 0. */
+int replay_block_at(void *r, uint64_t addr, uint32_t *slot, uint64_t *size);
 
 #endif
