@@ -44,7 +44,8 @@ struct walk_sink {
 	int (*events)(void *ctx, const struct hs_event *ev, size_t n);
 	/* The latest time grew to now_ns, before the record that brings it. */
 	int (*time)(void *ctx, uint64_t now_ns);
-	int (*event)(void *ctx, const struct hs_record *rec); /* kind >= ALLOC */
+	/* a heap event (kind >= HS_REC_ALLOC), then the others' kinds */
+	int (*event)(void *ctx, const struct hs_record *rec);
 	int (*stack)(void *ctx, const struct hs_record *rec);
 	int (*module)(void *ctx, const struct hs_record *rec);
 	int (*mark)(void *ctx, const struct hs_record *rec);

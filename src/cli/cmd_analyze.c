@@ -57,8 +57,8 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case OPT_FORMAT:
 		if (!(o->format = report_format(arg)))
-			argp_error(state, "--format: '%s' is not one of %s", arg,
-				   report_format_names());
+			argp_error(state, "--format: '%s' is not one of %s",
+				   arg, report_format_names());
 		break;
 	case OPT_JSON:
 		if (!strcmp(arg, "-"))

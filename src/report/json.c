@@ -254,15 +254,15 @@ static int write_series(FILE *f, const struct analysis *a)
 
 static cJSON *growth(const struct analysis *a)
 {
+	const struct growth *fit = &a->growth;
 	cJSON *g = cJSON_CreateObject();
-	num(g, "live_bytes_per_batch", a->growth.live.slope);
-	num(g, "live_r2", a->growth.live.r2);
-	num_if(g, "rss_bytes_per_batch", a->growth.has_rss, a->growth.rss.slope);
-	num_if(g, "rss_r2", a->growth.has_rss, a->growth.rss.r2);
-	num_if(g, "heap_bytes_per_batch", a->growth.has_heap,
-	       a->growth.heap.slope);
-	num_if(g, "heap_r2", a->growth.has_heap, a->growth.heap.r2);
-	num(g, "batches_fitted", (double)a->growth.live.n);
+	num(g, "live_bytes_per_batch", fit->live.slope);
+	num(g, "live_r2", fit->live.r2);
+	num_if(g, "rss_bytes_per_batch", fit->has_rss, fit->rss.slope);
+	num_if(g, "rss_r2", fit->has_rss, fit->rss.r2);
+	num_if(g, "heap_bytes_per_batch", fit->has_heap, fit->heap.slope);
+	num_if(g, "heap_r2", fit->has_heap, fit->heap.r2);
+	num(g, "batches_fitted", (double)fit->live.n);
 	return g;
 }
 
@@ -332,7 +332,8 @@ static cJSON *fragmentation(const struct analysis *a)
 	num_if(f, "top_bytes", at && a->glibc && last->has_top,
 	       at ? (double)last->top_bytes : 0);
 	/* slopes, bytes per batch after the warm-up */
-	num_if(f, "footprint_bytes_per_batch", shape, a->growth.footprint.slope);
+	num_if(f, "footprint_bytes_per_batch", shape,
+	       a->growth.footprint.slope);
 	num_if(f, "span_bytes_per_batch", glibc, a->growth.span.slope);
 	num_if(f, "holes_bytes_per_batch", glibc, a->growth.holes.slope);
 	num_if(f, "releasable_bytes_per_batch", glibc,

@@ -71,7 +71,8 @@ static void summary(FILE *o, const struct analysis *a)
 		   " blocks still live at the end\n",
 		words_bytes((double)t->allocated_bytes, b1, sizeof(b1)),
 		words_bytes((double)t->peak_live_bytes, b2, sizeof(b2)),
-		words_bytes((double)t->live_bytes, b3, sizeof(b3)), t->live_blocks);
+		words_bytes((double)t->live_bytes, b3, sizeof(b3)),
+		t->live_blocks);
 	fprintf(o, "  batches   %zu from %s", a->series.n, source_name(a));
 	if (a->source != BATCHES_MARKER)
 		fprintf(o, " of %g s", a->window_ns / 1e9);
@@ -81,57 +82,59 @@ static void summary(FILE *o, const struct analysis *a)
 
 static void verdict(FILE *o, const struct analysis *a, int utf8)
 {
+	const struct growth *g = &a->growth;
 	char b1[32], b2[32];
 	const char *r2 = utf8 ? "R²" : "R2";
 	fprintf(o, "\nVerdict: %s\n", words_verdict(a->verdict.verdict));
 	fprintf(o, "  live heap %s/batch (%s %.3f)", 
-		words_bytes(a->growth.live.slope, b1, sizeof(b1)), r2, a->growth.live.r2);
-	if (a->growth.has_rss)
+		words_bytes(g->live.slope, b1, sizeof(b1)), r2, g->live.r2);
+	if (g->has_rss)
 		fprintf(o, ", RSS %s/batch (%s %.3f)",
-			words_bytes(a->growth.rss.slope, b2, sizeof(b2)), r2,
-			a->growth.rss.r2);
+			words_bytes(g->rss.slope, b2, sizeof(b2)), r2,
+			g->rss.r2);
 	else
 		fprintf(o, ", RSS unknown (no samples)");
-	if (a->growth.has_heap)
+	if (g->has_heap)
 		fprintf(o, ", allocator footprint %s/batch",
-			words_bytes(a->growth.heap.slope, b1, sizeof(b1)));
-	fprintf(o, ", over %zu batches\n", a->growth.live.n);
+			words_bytes(g->heap.slope, b1, sizeof(b1)));
+	fprintf(o, ", over %zu batches\n", g->live.n);
 	fprintf(o, "  why: %s\n", a->verdict.text);
 }
 
 /* Where RSS growth goes: live + retained + other, and glibc's view. */
 static void decomposition(FILE *o, const struct analysis *a)
 {
+	const struct growth *g = &a->growth;
 	char b1[32], b2[32], b3[32], b4[32];
-	if (!a->growth.has_shape || !a->series.n)
+	if (!g->has_shape || !a->series.n)
 		return;
 	fprintf(o, "\nWhere the growth goes (per batch, after warm-up):\n");
-	if (a->growth.has_rss)
+	if (g->has_rss)
 		fprintf(o, "  RSS                %12s\n",
-			words_bytes(a->growth.rss.slope, b1, sizeof(b1)));
+			words_bytes(g->rss.slope, b1, sizeof(b1)));
 	fprintf(o, "  %s live heap        %12s  blocks the program holds\n",
-		a->growth.has_rss ? "=" : " ",
-		words_bytes(a->growth.live.slope, b1, sizeof(b1)));
-	if (a->growth.has_decomposition) {
+		g->has_rss ? "=" : " ",
+		words_bytes(g->live.slope, b1, sizeof(b1)));
+	if (g->has_decomposition) {
 		fprintf(o, "  + retained by glibc%12s  free memory it keeps: "
-			   "holes %s", words_bytes(a->growth.retained.slope, b1,
-					     sizeof(b1)),
-			words_bytes(a->growth.holes.slope, b2, sizeof(b2)));
-		if (a->growth.has_top)
+			   "holes %s",
+			words_bytes(g->retained.slope, b1, sizeof(b1)),
+			words_bytes(g->holes.slope, b2, sizeof(b2)));
+		if (g->has_top)
 			fprintf(o, ", top of the heap %s",
-				words_bytes(a->growth.top.slope, b3, sizeof(b3)));
+				words_bytes(g->top.slope, b3, sizeof(b3)));
 		fputc('\n', o);
 		fprintf(o, "  + other            %12s  mmapped data, stacks, "
 			   "code: outside the malloc heap\n",
-			words_bytes(a->growth.other_slope, b1, sizeof(b1)));
-	} else if (a->growth.has_rss) {
+			words_bytes(g->other_slope, b1, sizeof(b1)));
+	} else if (g->has_rss) {
 		fprintf(o, "  + not live         %12s  retained by %s or "
 			   "outside the heap (its layout is glibc's only)\n",
-			words_bytes(a->growth.rss.slope - a->growth.live.slope, b1,
-			      sizeof(b1)),
+			words_bytes(g->rss.slope - g->live.slope, b1,
+				    sizeof(b1)),
 			a->allocator ? a->allocator : "the allocator");
 	}
-	if (a->growth.has_mallinfo) {
+	if (g->has_mallinfo) {
 		size_t with = 0, all = 0;
 		for (size_t i = a->warmup; i < a->series.n; i++, all++)
 			with += a->series.v[i].has_heap_free;
@@ -140,8 +143,8 @@ static void decomposition(FILE *o, const struct analysis *a)
 			snprintf(at, sizeof(at), "%zu of %zu marks", with, all);
 		fprintf(o, "  glibc's own view (mallinfo2 at %s): in use %s, "
 			   "free %s\n",
-			at, words_bytes(a->growth.in_use.slope, b1, sizeof(b1)),
-			words_bytes(a->growth.heap_free.slope, b2, sizeof(b2)));
+			at, words_bytes(g->in_use.slope, b1, sizeof(b1)),
+			words_bytes(g->heap_free.slope, b2, sizeof(b2)));
 	}
 	const struct batch *b = &a->series.v[a->series.n - 1];
 	if (a->glibc)
@@ -151,14 +154,16 @@ static void decomposition(FILE *o, const struct analysis *a)
 			words_bytes((double)b->span_bytes, b1, sizeof(b1)),
 			words_bytes((double)b->holes_bytes, b2, sizeof(b2)),
 			words_bytes((double)b->releasable_holes_bytes, b3,
-			      sizeof(b3)));
+				    sizeof(b3)));
 		if (b->has_top)
 			fprintf(o, ", free top %s",
-				words_bytes((double)b->top_bytes, b3, sizeof(b3)));
+				words_bytes((double)b->top_bytes, b3,
+					    sizeof(b3)));
 		fprintf(o, ", pages with live data %s\n",
-			words_bytes((double)b->footprint_bytes, b4, sizeof(b4)));
-		if (a->growth.has_top && a->growth.top.slope > 0 &&
-		    a->growth.top.slope >= 0.25 * a->growth.retained.slope)
+			words_bytes((double)b->footprint_bytes, b4,
+				    sizeof(b4)));
+		if (g->has_top && g->top.slope > 0 &&
+		    g->top.slope >= 0.25 * g->retained.slope)
 			fprintf(o, "  the free top grows: glibc trims it only "
 				   "above its trim threshold, which freeing "
 				   "large\n  mmapped blocks raises; "
@@ -169,7 +174,8 @@ static void decomposition(FILE *o, const struct analysis *a)
 	else
 		fprintf(o, "  heap at the last batch: pages with live data "
 			   "%s\n",
-			words_bytes((double)b->footprint_bytes, b1, sizeof(b1)));
+			words_bytes((double)b->footprint_bytes, b1,
+				    sizeof(b1)));
 }
 
 static void spark(FILE *o, const char *name, const struct analysis *a,
@@ -331,13 +337,16 @@ static void pinning(FILE *o, const struct analysis *a)
 	fprintf(o, "\nBlocks that pin the heap at the last batch: %s of whole "
 		   "free pages lie below live blocks that keep them from being "
 		   "trimmed (%zu of %zu stacks):\n",
-		words_bytes((double)a->pinned_bytes, b1, sizeof(b1)), a->pins_shown,
+		words_bytes((double)a->pinned_bytes, b1, sizeof(b1)),
+		a->pins_shown,
 		a->npins);
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		const struct pin_group *g = &a->pins[i];
 		fprintf(o, "\n#%-3zu pins %s below %" PRIu64 " blocks (%s live)\n",
-			i + 1, words_bytes((double)g->pinned_bytes, b1, sizeof(b1)),
-			g->blocks, words_bytes((double)g->live_bytes, b2, sizeof(b2)));
+			i + 1,
+			words_bytes((double)g->pinned_bytes, b1, sizeof(b1)),
+			g->blocks,
+			words_bytes((double)g->live_bytes, b2, sizeof(b2)));
 		if (g->id == PIN_NOT_FOUND)
 			fprintf(o, "      (block not found: inconsistent trace)\n");
 		else if (g->id == PIN_UNPROBED)

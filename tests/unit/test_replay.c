@@ -315,7 +315,8 @@ static void test_direct_and_generic(void)
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		/* few addresses: frees, reallocs and replaced blocks hit */
 		uint64_t addr = heap + 0x40 * (x % 512), old = 0;
-		struct hs_event e = { .ptr = addr, .size = 16 + (x >> 20) % 9000,
+		struct hs_event e = { .ptr = addr,
+				      .size = 16 + (x >> 20) % 9000,
 				      .stack = 2 + (x >> 40) % 8,
 				      .kind = HS_REC_ALLOC,
 				      .fn = HS_FN_MALLOC };
@@ -365,7 +366,8 @@ static void test_direct_and_generic(void)
 		const struct batch *a = &se[0].v[i], *b = &se[1].v[i];
 		CHECK(a->live_bytes == b->live_bytes &&
 		      a->peak_live_bytes == b->peak_live_bytes &&
-		      a->allocations == b->allocations && a->frees == b->frees &&
+		      a->allocations == b->allocations &&
+		      a->frees == b->frees &&
 		      a->allocated_bytes == b->allocated_bytes);
 		CHECK(a->has_shape && b->has_shape &&
 		      a->footprint_bytes == b->footprint_bytes &&
