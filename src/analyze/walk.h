@@ -44,7 +44,9 @@ struct walk_sink {
 	int (*events)(void *ctx, const struct hs_event *ev, size_t n);
 	/* The latest time grew to now_ns, before the record that brings it. */
 	int (*time)(void *ctx, uint64_t now_ns);
-	/* a heap event (kind >= HS_REC_ALLOC), then the others' kinds */
+	/* One record of a kind: a heap event (kind >= HS_REC_ALLOC), a stack
+	 * node, a module, a mark, a sample, the end, the exit status, the
+	 * recorder's stop. */
 	int (*event)(void *ctx, const struct hs_record *rec);
 	int (*stack)(void *ctx, const struct hs_record *rec);
 	int (*module)(void *ctx, const struct hs_record *rec);
@@ -53,6 +55,7 @@ struct walk_sink {
 	int (*end)(void *ctx, const struct hs_record *rec);
 	int (*exit)(void *ctx, const struct hs_record *rec);
 	int (*stop)(void *ctx, const struct hs_record *rec);
+	/* Any record whose kind has no callback above (dump: every one). */
 	int (*record)(void *ctx, const struct hs_record *rec);
 	/* After the last record, also when the reader failed; not after a
 	 * callback failed. */
