@@ -18,26 +18,22 @@ static int path_error(const char *path)
 
 typedef int (*record_fn)(void *ctx, const struct hs_record *rec);
 
-static record_fn callback(const struct walk_sink *s, unsigned kind)
+/* The sink's callback of each record kind (a tag byte): its own, else
+ * `record`. */
+static void dispatch(const struct walk_sink *s, record_fn fn[256])
 {
-	record_fn fn = NULL;
-	if (kind >= HS_REC_ALLOC)
-		fn = s->event;
-	else if (kind == HS_REC_STACK)
-		fn = s->stack;
-	else if (kind == HS_REC_MODULE)
-		fn = s->module;
-	else if (kind == HS_REC_MARK)
-		fn = s->mark;
-	else if (kind == HS_REC_SAMPLE)
-		fn = s->sample;
-	else if (kind == HS_REC_END)
-		fn = s->end;
-	else if (kind == HS_REC_EXIT)
-		fn = s->exit;
-	else if (kind == HS_REC_STOP)
-		fn = s->stop;
-	return fn ? fn : s->record;
+	for (unsigned kind = 0; kind < 256; kind++)
+		fn[kind] = kind >= HS_REC_ALLOC ? s->event : NULL;
+	fn[HS_REC_STACK] = s->stack;
+	fn[HS_REC_MODULE] = s->module;
+	fn[HS_REC_MARK] = s->mark;
+	fn[HS_REC_SAMPLE] = s->sample;
+	fn[HS_REC_END] = s->end;
+	fn[HS_REC_EXIT] = s->exit;
+	fn[HS_REC_STOP] = s->stop;
+	for (unsigned kind = 0; kind < 256; kind++)
+		if (!fn[kind])
+			fn[kind] = s->record;
 }
 
 int walk(const char *path, const struct walk_sink *s, void *ctx)
@@ -45,7 +41,9 @@ int walk(const char *path, const struct walk_sink *s, void *ctx)
 	struct hs_record rec;
 	struct hs_event ev[EVENTS_AT_ONCE];
 	struct walk_end end = { 0 };
+	record_fn fn[256];
 	int rc;
+	dispatch(s, fn);
 	struct hs_reader *rd = reader_open(path);
 	if (!rd)
 		return -1;
@@ -76,8 +74,8 @@ int walk(const char *path, const struct walk_sink *s, void *ctx)
 			if (s->time && s->time(ctx, end.time_ns))
 				goto failed;
 		}
-		record_fn fn = callback(s, rec.kind);
-		if (fn && fn(ctx, &rec))
+		record_fn f = fn[rec.kind & 0xff]; /* kinds are tag bytes */
+		if (f && f(ctx, &rec))
 			goto failed;
 	}
 	if (rc < 0) {
