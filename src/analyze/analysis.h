@@ -1,12 +1,14 @@
-/* One analysis of one trace: streams it through replay, then fits the
- * growth, ranks the stacks, decides the verdict and symbolizes the top
- * stacks.  The report writers (report_text.c, json.c) only read it. */
+/* One analysis of one trace: walks it through the replay, then fits the
+ * growth, ranks the stacks, decides the verdict and symbolizes the
+ * stacks the reports show; it keeps every stack, so that any one's frames
+ * can be had.  The report writers only read it. */
 #ifndef HS_ANALYSIS_H
 #define HS_ANALYSIS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "growth.h"
 #include "regress.h"
 #include "replay.h"
 #include "series.h"
@@ -50,7 +52,7 @@ struct analysis {
 	int has_exit;
 	uint64_t wait_status;
 	int complete;      /* END record seen */
-	int truncated;     /* a partial last frame was dropped */
+	int truncated;     /* a partial last chunk was dropped */
 	int has_end;
 	unsigned end_reason;
 	char stopped[512];   /* recording stopped early: the recorder's reason */
@@ -66,49 +68,47 @@ struct analysis {
 	int warmup_auto;
 	struct replay_totals totals;
 	struct series series;
-	/* growth */
-	struct regress live_fit, rss_fit;
-	int has_rss_fit;
-	/* the allocator's footprint (mallinfo2 arena + hblkhd): RSS without
-	 * the recorder's own buffers, mmaps, stacks and code */
-	struct regress heap_fit;
-	int has_heap_fit;
+	struct growth growth;
 	struct verdict_why verdict;
 	/* the heap's shape (heapmap.h) and the allocator */
 	char *allocator;     /* from the trace header */
 	uint64_t heap_start; /* of the brk heap; 0: unknown */
 	int glibc;           /* regions, holes and pins follow glibc */
-	int has_shape;       /* the series carry the shape */
-	struct regress footprint_fit, span_fit, holes_fit, releasable_fit;
-	/* the brk heap's free top (from the program break in the samples),
-	 * and what glibc retains: holes + top when the top is known */
-	struct regress top_fit, retained_fit;
-	int has_top_fit;
-	/* mallinfo2 at the marks (glibc only) */
-	struct regress in_use_fit, heap_free_fit;
-	int has_mallinfo_fit;
-	/* RSS slope = live + retained (holes) + other, when both known */
-	int has_decomposition;
-	double other_slope;
 	/* pinning blocks by stack at the last batch end, ranked */
 	struct pin_group *pins;
 	size_t npins, pins_shown;
 	uint64_t pinned_bytes; /* sum over pins */
 	/* ranked stacks (sites with group_by_site); the first `shown` have
 	 * frames */
-	struct stack_growth *stacks;
-	size_t nstacks, shown;
+	struct stack_growth *ranked;
+	size_t nranked, shown;
 	size_t paths_shown; /* with by_site: paths per site that have frames */
 	int by_site;
 	size_t distinct_stacks;
+	struct stacks *stacks;   /* every stack: see analysis_frames */
 	struct symbols *symbols; /* owns the frames' module names */
 };
 
 /* NULL with hs_last_error() when the trace cannot be read or is corrupt;
- * a truncated last frame or a missing END is not an error. */
-struct analysis *analysis_run(const char *path,
-			      const struct analysis_opts *o);
+ * a truncated last chunk or a missing END is not an error. */
+struct analysis *analysis_create(const char *path,
+				 const struct analysis_opts *o);
 void analysis_destroy(struct analysis *a);
+
+/* The frames of any stack of the trace, innermost first, into a new
+ * array *frames of *n (symbols_frames_free; also after a failure, -1
+ * when out of memory). */
+int analysis_frames(const struct analysis *a, uint64_t id,
+		    struct frame **frames, size_t *n);
+
+/* What both report writers show, said once. */
+/* The last batch; NULL without batches. */
+const struct batch *analysis_last_batch(const struct analysis *a);
+/* Modules whose file changed since the recording: how many, and the
+ * first one's path (symbols_stale). */
+size_t analysis_stale_modules(const struct analysis *a, const char **first);
+/* Whether the verdict makes the pinning blocks worth showing. */
+int analysis_pinning_matters(const struct analysis *a);
 
 /* Parses "marker", "time:DURATION" (ns, us, ms, s, m, h; default s). */
 int analysis_parse_batches(const char *arg, struct analysis_opts *o);

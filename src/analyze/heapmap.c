@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "format/error.h"
+#include "replay.h"
 
 /* glibc's non-main heaps are HEAP_MAX_SIZE = 64 MiB, aligned to it. */
 #define WINDOW_SHIFT 26
@@ -555,6 +556,37 @@ int heapmap_pins(struct heapmap *h, heapmap_find_fn find, void *ctx,
 	*n = h->npins;
 	return 0;
 }
+
+static int block_add(void *ctx, const struct replay_block *b,
+		     enum replay_cause why)
+{
+	(void)why;
+	return heapmap_add(ctx, b->addr, b->size);
+}
+
+static void block_drop(void *ctx, const struct replay_block *b,
+		       uint32_t batch, enum replay_cause why)
+{
+	(void)batch, (void)why;
+	heapmap_sub(ctx, b->addr, b->size);
+}
+
+/* The blocks that pin the heap at every batch end: heapmap_last_pins
+ * gives those of the last. */
+static int batch_end(void *ctx, const struct replay *r,
+		     const struct replay_batch *b)
+{
+	const struct heapmap_pin *pins;
+	size_t n;
+	(void)b;
+	return heapmap_pins(ctx, replay_block_at, (void *)r, &pins, &n);
+}
+
+const struct replay_consumer heapmap_consumer = {
+	.block_add = block_add,
+	.block_drop = block_drop,
+	.batch_end = batch_end,
+};
 
 void heapmap_last_pins(const struct heapmap *h,
 		       const struct heapmap_pin **out, size_t *n)

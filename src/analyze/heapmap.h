@@ -75,4 +75,9 @@ int heapmap_pins(struct heapmap *h, heapmap_find_fn find, void *ctx,
 void heapmap_last_pins(const struct heapmap *h,
 		       const struct heapmap_pin **out, size_t *n);
 
+/* The replay's consumer (replay.h) that follows the blocks and finds the
+ * pinning blocks at every batch end: context, the struct heapmap. */
+struct replay_consumer;
+extern const struct replay_consumer heapmap_consumer;
+
 #endif

@@ -8,13 +8,11 @@
 #include "format/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
-#include "series.h"
 #include "stacks.h"
 
 #define NO_SLOT UINT32_MAX
 
-struct replay *replay_create(struct stacks *stacks, struct series *series,
-			     struct heapmap *heap)
+struct replay *replay_create(struct stacks *stacks)
 {
 	struct replay *r = calloc(1, sizeof(*r));
 	if (r) {
@@ -27,9 +25,33 @@ struct replay *replay_create(struct stacks *stacks, struct series *series,
 		return NULL;
 	}
 	r->stacks = stacks;
-	r->series = series;
-	r->heap = heap;
 	return r;
+}
+
+int replay_add_consumer(struct replay *r, const struct replay_consumer *c,
+			void *ctx)
+{
+	if (r->nconsumers == REPLAY_CONSUMERS_MAX)
+		return hs_error("more than %d consumers of the replay",
+				REPLAY_CONSUMERS_MAX);
+	r->nconsumers++;
+	int direct = 0;
+	if (c == &stacks_consumer && !r->direct_stacks) {
+		r->direct_stacks = ctx;
+		direct = 1;
+	} else if (c == &heapmap_consumer && !r->direct_heap) {
+		r->direct_heap = ctx;
+		direct = 1;
+	}
+	if (c->block_add && !direct)
+		r->adds[r->nadds++] = (struct replay_adds){ c->block_add, ctx };
+	if (c->block_drop && !direct)
+		r->drops[r->ndrops++] =
+			(struct replay_drops){ c->block_drop, ctx };
+	if (c->batch_end)
+		r->batch_ends[r->nbatch_ends++] =
+			(struct replay_batch_ends){ c->batch_end, ctx };
+	return 0;
 }
 
 void replay_destroy(struct replay *r)
@@ -68,7 +90,8 @@ static int grow(struct replay *r)
 	return 0;
 }
 
-const struct replay_block *replay_find(const struct replay *r, uint64_t addr)
+static inline const struct replay_block *find(const struct replay *r,
+					      uint64_t addr)
 {
 	if (!addr)
 		return NULL;
@@ -78,6 +101,40 @@ const struct replay_block *replay_find(const struct replay *r, uint64_t addr)
 		if (!r->tab[h].addr)
 			return NULL;
 	}
+}
+
+const struct replay_block *replay_find(const struct replay *r, uint64_t addr)
+{
+	return find(r, addr);
+}
+
+int replay_block_at(void *r, uint64_t addr, uint32_t *slot, uint64_t *size)
+{
+	const struct replay_block *b = find(r, addr);
+	if (!b)
+		return 0;
+	*slot = b->slot;
+	*size = b->size;
+	return 1;
+}
+
+/* The consumers other than the direct ones: apart from the event loop,
+ * which they would slow down even when there are none. */
+static __attribute__((noinline)) int
+feed_add(struct replay *r, const struct replay_block *b, enum replay_cause why)
+{
+	for (size_t i = 0; i < r->nadds; i++)
+		if (r->adds[i].fn(r->adds[i].ctx, b, why))
+			return -1;
+	return 0;
+}
+
+static __attribute__((noinline)) void
+feed_drop(struct replay *r, const struct replay_block *b,
+	  enum replay_cause why)
+{
+	for (size_t i = 0; i < r->ndrops; i++)
+		r->drops[i].fn(r->drops[i].ctx, b, r->batch, why);
 }
 
 /* Removes slot h, shifting later members of its probe run back. */
@@ -101,7 +158,7 @@ static void erase(struct replay *r, size_t h)
 }
 
 /* Drops the live block at addr: 1 if there was one, 0 if not. */
-static int drop(struct replay *r, uint64_t addr)
+static int drop(struct replay *r, uint64_t addr, enum replay_cause why)
 {
 	if (!addr)
 		return 0;
@@ -110,9 +167,13 @@ static int drop(struct replay *r, uint64_t addr)
 		if (b->addr == addr) {
 			r->t.live_bytes -= b->size;
 			r->t.live_blocks--;
-			stacks_sub(r->stacks, b->slot, b->size, r->batch);
-			if (r->heap)
-				heapmap_sub(r->heap, addr, b->size);
+			if (r->direct_stacks)
+				stacks_sub(r->direct_stacks, b->slot, b->size,
+					   r->batch);
+			if (r->direct_heap)
+				heapmap_sub(r->direct_heap, b->addr, b->size);
+			if (__builtin_expect(r->ndrops != 0, 0))
+				feed_drop(r, b, why);
 			erase(r, h);
 			return 1;
 		}
@@ -122,7 +183,7 @@ static int drop(struct replay *r, uint64_t addr)
 }
 
 static int insert(struct replay *r, uint64_t addr, uint64_t size,
-		  uint64_t stack, int is_alloc)
+		  uint64_t stack, enum replay_cause why)
 {
 	uint32_t slot = stacks_ref(r->stacks, stack);
 	if (slot == NO_SLOT)
@@ -136,8 +197,8 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 			/* two allocations of one address without a free in
 			 * between: a lost event; the newer block wins */
 			r->t.replaced_allocations++;
-			drop(r, addr);
-			return insert(r, addr, size, stack, is_alloc);
+			drop(r, addr, REPLAY_REPLACED);
+			return insert(r, addr, size, stack, why);
 		}
 		h = (h + 1) & r->mask;
 	}
@@ -147,9 +208,15 @@ static int insert(struct replay *r, uint64_t addr, uint64_t size,
 	r->t.live_blocks++;
 	if (r->t.live_bytes > r->t.peak_live_bytes)
 		r->t.peak_live_bytes = r->t.live_bytes;
-	stacks_add(r->stacks, slot, size, r->batch, is_alloc);
-	if (r->heap && heapmap_add(r->heap, addr, size))
+	if (r->t.live_bytes > r->batch_peak)
+		r->batch_peak = r->t.live_bytes;
+	if (r->direct_stacks)
+		stacks_add(r->direct_stacks, slot, size, r->batch,
+			   why == REPLAY_ALLOCATED);
+	if (r->direct_heap && heapmap_add(r->direct_heap, addr, size))
 		return -1;
+	if (__builtin_expect(r->nadds != 0, 0))
+		return feed_add(r, &r->tab[h], why);
 	return 0;
 }
 
@@ -188,10 +255,7 @@ event(struct replay *r, const struct hs_event *e)
 			return corrupt_block(e);
 		t->allocations++;
 		t->allocated_bytes += e->size;
-		if (insert(r, e->ptr, e->size, e->stack, 1))
-			return -1;
-		series_alloc(r->series, e->size, t->live_bytes);
-		return 0;
+		return insert(r, e->ptr, e->size, e->stack, REPLAY_ALLOCATED);
 	case HS_REC_FREE:
 		if (e->fn == HS_FN_MMAP || e->fn == HS_FN_MUNMAP ||
 		    e->fn == HS_FN_MREMAP) {
@@ -201,8 +265,7 @@ event(struct replay *r, const struct hs_event *e)
 		if (!e->ptr)
 			return 0; /* free(NULL) does nothing */
 		t->frees++;
-		series_free(r->series);
-		if (!drop(r, e->ptr))
+		if (!drop(r, e->ptr, REPLAY_FREED))
 			t->unmatched_frees++;
 		return 0;
 	case HS_REC_REALLOC:
@@ -218,19 +281,14 @@ event(struct replay *r, const struct hs_event *e)
 			return corrupt_block(e);
 		if (e->old_ptr) {
 			t->reallocs++;
-			if (!drop(r, e->old_ptr))
+			if (!drop(r, e->old_ptr, REPLAY_RESIZED))
 				t->unmatched_frees++;
 		} else {
 			t->allocations++; /* realloc(NULL, n) is a malloc */
 		}
 		t->allocated_bytes += e->size;
-		if (insert(r, e->ptr, e->size, e->stack, !e->old_ptr))
-			return -1;
-		if (e->old_ptr)
-			series_realloc(r->series, e->size, t->live_bytes);
-		else
-			series_alloc(r->series, e->size, t->live_bytes);
-		return 0;
+		return insert(r, e->ptr, e->size, e->stack,
+			      e->old_ptr ? REPLAY_RESIZED : REPLAY_ALLOCATED);
 	case HS_REC_FAIL:
 		/* a failed realloc leaves the old block live: nothing to do */
 		t->failed_allocations++;
@@ -271,30 +329,24 @@ int replay_events(struct replay *r, const struct hs_event *ev, size_t n)
 	return 0;
 }
 
-static int find_block(void *ctx, uint64_t addr, uint32_t *slot,
-		      uint64_t *size)
-{
-	const struct replay_block *b = replay_find(ctx, addr);
-	if (!b)
-		return 0;
-	*slot = b->slot;
-	*size = b->size;
-	return 1;
-}
-
 int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark)
 {
-	struct heapmap_state hs;
-	if (r->heap) {
-		const struct heapmap_pin *pins;
-		size_t n;
-		heapmap_state(r->heap, &hs);
-		if (heapmap_pins(r->heap, find_block, r, &pins, &n))
+	const struct replay_totals *t = &r->t, *t0 = &r->batch_start;
+	const struct replay_batch b = {
+		.index = r->batch,
+		.end_ns = time_ns,
+		.from_mark = from_mark,
+		.live_bytes = t->live_bytes,
+		.peak_live_bytes = r->batch_peak,
+		.allocations = t->allocations - t0->allocations,
+		.frees = t->frees - t0->frees,
+		.allocated_bytes = t->allocated_bytes - t0->allocated_bytes,
+	};
+	for (size_t i = 0; i < r->nbatch_ends; i++)
+		if (r->batch_ends[i].fn(r->batch_ends[i].ctx, r, &b))
 			return -1;
-	}
-	if (series_batch_end(r->series, time_ns, r->t.live_bytes,
-			     r->heap ? &hs : NULL, from_mark))
-		return -1;
+	r->batch_start = *t;
+	r->batch_peak = t->live_bytes;
 	r->batch++;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include "format/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
+#include "replay.h"
 
 void series_init(struct series *s)
 {
@@ -37,8 +38,7 @@ static void take_sample(struct batch *b, const struct sample *smp)
 			       : 0;
 }
 
-int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
-		     const struct heapmap_state *shape, int from_mark)
+int series_batch_end(struct series *s, const struct replay_batch *rb)
 {
 	if (s->n >= SERIES_MAX)
 		return hs_error("corrupt trace: more than %u batch marks",
@@ -54,27 +54,43 @@ int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
 		s->cap = cap;
 	}
 	struct batch *b = &s->v[s->n++];
-	*b = s->cur;
-	b->end_ns = end_ns;
-	b->live_bytes = live;
-	if (shape) {
+	*b = (struct batch){
+		.end_ns = rb->end_ns,
+		.live_bytes = rb->live_bytes,
+		.peak_live_bytes = rb->peak_live_bytes,
+		.allocations = rb->allocations,
+		.frees = rb->frees,
+		.allocated_bytes = rb->allocated_bytes,
+	};
+	if (s->heap) {
+		struct heapmap_state shape;
+		heapmap_state(s->heap, &shape);
 		b->has_shape = 1;
-		b->footprint_bytes = shape->footprint;
-		b->span_bytes = shape->span;
-		b->holes_bytes = shape->holes;
-		b->releasable_holes_bytes = shape->releasable;
-		b->mmapped_bytes = shape->mmapped;
-		b->regions = shape->regions;
-		b->brk_top = shape->brk_top;
+		b->footprint_bytes = shape.footprint;
+		b->span_bytes = shape.span;
+		b->holes_bytes = shape.holes;
+		b->releasable_holes_bytes = shape.releasable;
+		b->mmapped_bytes = shape.mmapped;
+		b->regions = shape.regions;
+		b->brk_top = shape.brk_top;
 	}
-	if (!from_mark && s->window.valid)
+	if (!rb->from_mark && s->window.valid)
 		take_sample(b, &s->window);
-	s->want_sample = from_mark;
+	s->want_sample = rb->from_mark;
 	memset(&s->window, 0, sizeof(s->window));
-	memset(&s->cur, 0, sizeof(s->cur));
-	s->cur.peak_live_bytes = live;
 	return 0;
 }
+
+static int batch_end(void *ctx, const struct replay *r,
+		     const struct replay_batch *b)
+{
+	(void)r;
+	return series_batch_end(ctx, b);
+}
+
+const struct replay_consumer series_consumer = {
+	.batch_end = batch_end,
+};
 
 void series_sample(struct series *s, const struct hs_record *rec)
 {

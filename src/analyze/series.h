@@ -7,8 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct heapmap_state;
+struct heapmap;
 struct hs_record;
+struct replay_batch;
+struct replay_consumer;
 
 /* Batches kept at most (some 2 GB of them): a batch index is 32 bits, and
  * past this many the marks come from a corrupt trace, or a unit mistake
@@ -68,43 +70,24 @@ struct sample {
 struct series {
 	struct batch *v;  /* closed batches */
 	size_t n, cap;
-	struct batch cur; /* the batch being filled */
 	struct sample window; /* latest sample since the last batch end */
 	int want_sample;  /* the next sample belongs to batch n-1 */
+	const struct heapmap *heap; /* each batch takes its shape; NULL: the
+				     * shape is not followed */
 };
 
 void series_init(struct series *s);
 void series_finish(struct series *s);
 
-/* Closes the current batch at time end_ns with `live` bytes live and the
- * heap's shape `shape` (NULL: unknown); -1 (hs_error) out of memory or
- * past SERIES_MAX batches.  With from_mark, the SAMPLE record
- * that follows the mark supplies RSS; else (time windows) the latest
- * sample taken within the window. */
-int series_batch_end(struct series *s, uint64_t end_ns, uint64_t live,
-		     const struct heapmap_state *shape, int from_mark);
+/* Closes batch b, with the heap's shape when s->heap is set; -1
+ * (hs_error) out of memory or past SERIES_MAX batches.  A batch that a
+ * mark ends takes RSS from the SAMPLE record that follows the mark; a
+ * time window, from the latest sample taken within it. */
+int series_batch_end(struct series *s, const struct replay_batch *b);
 void series_sample(struct series *s, const struct hs_record *rec);
 
-static inline void series_alloc(struct series *s, uint64_t size,
-				uint64_t live)
-{
-	s->cur.allocations++;
-	s->cur.allocated_bytes += size;
-	if (live > s->cur.peak_live_bytes)
-		s->cur.peak_live_bytes = live;
-}
-
-static inline void series_realloc(struct series *s, uint64_t size,
-				  uint64_t live)
-{
-	s->cur.allocated_bytes += size;
-	if (live > s->cur.peak_live_bytes)
-		s->cur.peak_live_bytes = live;
-}
-
-static inline void series_free(struct series *s)
-{
-	s->cur.frees++;
-}
+/* The replay's consumer (replay.h) that closes the batches: context, the
+ * struct series. */
+extern const struct replay_consumer series_consumer;
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "format/bigmem.h"
 #include "format/error.h"
+#include "replay.h"
 #include "symbols.h"
 
 /* Ids come from the recorder's counter, 1, 2, 3...: a node's id is at
@@ -216,8 +217,8 @@ static void flush(struct stacks_acc *a, uint32_t b, uint32_t from)
 	a->since = b;
 }
 
-void stacks_add(struct stacks *s, uint32_t ref, uint64_t size,
-		uint32_t batch, int is_alloc)
+static inline void add(struct stacks *s, uint32_t ref, uint64_t size,
+		       uint32_t batch, int is_alloc)
 {
 	struct slot *sl = &s->slots[ref];
 	flush(&sl->acc, batch, s->from);
@@ -233,8 +234,8 @@ void stacks_add(struct stacks *s, uint32_t ref, uint64_t size,
 	}
 }
 
-void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
-		uint32_t batch)
+static inline void sub(struct stacks *s, uint32_t ref, uint64_t size,
+		       uint32_t batch)
 {
 	struct slot *sl = &s->slots[ref];
 	flush(&sl->acc, batch, s->from);
@@ -247,6 +248,37 @@ void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
 		a->blocks--;
 	}
 }
+
+void stacks_add(struct stacks *s, uint32_t ref, uint64_t size,
+		uint32_t batch, int is_alloc)
+{
+	add(s, ref, size, batch, is_alloc);
+}
+
+void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
+		uint32_t batch)
+{
+	sub(s, ref, size, batch);
+}
+
+static int block_add(void *ctx, const struct replay_block *b,
+		     enum replay_cause why)
+{
+	add(ctx, b->slot, b->size, b->batch, why == REPLAY_ALLOCATED);
+	return 0;
+}
+
+static void block_drop(void *ctx, const struct replay_block *b,
+		       uint32_t batch, enum replay_cause why)
+{
+	(void)why;
+	sub(ctx, b->slot, b->size, batch);
+}
+
+const struct replay_consumer stacks_consumer = {
+	.block_add = block_add,
+	.block_drop = block_drop,
+};
 
 void stacks_finish(struct stacks *s, uint32_t batches)
 {

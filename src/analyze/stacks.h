@@ -32,6 +32,7 @@ struct stacks_acc {
 };
 
 struct frame;
+struct replay_consumer;
 
 /* One ranked stack, or with grouping one allocation site. */
 struct stack_growth {
@@ -73,6 +74,9 @@ void stacks_add(struct stacks *s, uint32_t ref, uint64_t size,
 		uint32_t batch, int is_alloc);
 void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
 		uint32_t batch);
+/* The replay's consumer (replay.h) that keeps the sums: context, the
+ * struct stacks. */
+extern const struct replay_consumer stacks_consumer;
 /* Closes the sums after `batches` marks: call once, at the end. */
 void stacks_finish(struct stacks *s, uint32_t batches);
 

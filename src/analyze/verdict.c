@@ -34,19 +34,6 @@
 #define FRAGMENTS 0.2
 #define LEAK_SHARE 0.5
 
-static const char *const names[] = {
-	[VERDICT_STABLE] = "stable",
-	[VERDICT_LEAK] = "leak",
-	[VERDICT_RETENTION] = "retention",
-	[VERDICT_FRAGMENTATION] = "fragmentation",
-	[VERDICT_MIXED] = "mixed",
-};
-
-const char *verdict_name(enum verdict v)
-{
-	return v <= VERDICT_MIXED ? names[v] : "?";
-}
-
 static int grows(double slope, double r2, double mean, size_t points,
 		 double min_bytes)
 {

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+/* Named by words_verdict (report/words.h). */
 enum verdict {
 	VERDICT_STABLE,
 	VERDICT_LEAK,
@@ -42,6 +43,5 @@ struct verdict_why {
 };
 
 void verdict_decide(const struct verdict_input *in, struct verdict_why *out);
-const char *verdict_name(enum verdict v);
 
 #endif

@@ -7,10 +7,9 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
-#include "analyze/json.h"
-#include "analyze/report_text.h"
 #include "commands.h"
 #include "format/error.h"
+#include "report/report.h"
 
 #define TOP_DEFAULT 10
 #define TRACES_MAX 64
@@ -19,16 +18,20 @@ struct analyze_opts {
 	struct analysis_opts a;
 	const char *paths[TRACES_MAX];
 	size_t npaths;
-	const char *json;
+	const struct report_format *format; /* on stdout */
+	const char *json;                   /* a file, besides */
 };
 
-enum { OPT_JSON = 'j', OPT_BATCHES = 'b', OPT_WARMUP = 'w', OPT_TOP = 'n',
-       OPT_SITE = 's', OPT_DEBUGINFO = 0x100 };
+enum { OPT_JSON = 'j', OPT_FORMAT = 'f', OPT_BATCHES = 'b', OPT_WARMUP = 'w',
+       OPT_TOP = 'n', OPT_SITE = 's', OPT_DEBUGINFO = 0x100 };
 
 static const struct argp_option options[] = {
+	{ "format", OPT_FORMAT, "FORMAT", 0,
+	  "Write the report on stdout as 'text' (the default) or 'json' "
+	  "(heapslope-report(5))", 0 },
 	{ "json", OPT_JSON, "FILE", 0,
 	  "Write the JSON report (heapslope-report(5)) to FILE; '-' writes it "
-	  "to stdout instead of the text report", 0 },
+	  "to stdout instead of the text report (--format json)", 0 },
 	{ "batches", OPT_BATCHES, "SOURCE", 0,
 	  "'marker' (batch marks), 'time:DURATION' (fixed windows, e.g. "
 	  "time:1s, time:250ms) or 'auto' (the default: batch marks, or time "
@@ -52,8 +55,16 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	struct analyze_opts *o = state->input;
 	long v = 0;
 	switch (key) {
+	case OPT_FORMAT:
+		if (!(o->format = report_format(arg)))
+			argp_error(state, "--format: '%s' is not one of %s",
+				   arg, report_format_names());
+		break;
 	case OPT_JSON:
-		o->json = arg;
+		if (!strcmp(arg, "-"))
+			o->format = report_format("json");
+		else
+			o->json = arg;
 		break;
 	case OPT_BATCHES:
 		if (analysis_parse_batches(arg, &o->a))
@@ -105,7 +116,7 @@ static const struct argp argp = {
 static struct analysis *run_one(const char *path,
 				const struct analysis_opts *o)
 {
-	struct analysis *a = analysis_run(path, o);
+	struct analysis *a = analysis_create(path, o);
 	if (!a) {
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
 		return NULL;
@@ -122,28 +133,18 @@ static struct analysis *run_one(const char *path,
 	return a;
 }
 
-/* Several traces: their figures side by side. */
-static int compare(const struct analyze_opts *o)
+/* The JSON file, if asked for, then the report on stdout. */
+static int write_reports(const struct analyze_opts *o,
+			 struct analysis *const *v)
 {
-	struct analysis *v[TRACES_MAX] = { 0 };
-	int rc = 1;
-	for (size_t i = 0; i < o->npaths; i++)
-		if (!(v[i] = run_one(o->paths[i], &o->a)))
-			goto out;
-	if (o->json && json_write_many(v, o->npaths, o->json)) {
-		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
-		goto out;
-	}
-	if ((!o->json || strcmp(o->json, "-") != 0) &&
-	    report_compare(stdout, v, o->npaths)) {
-		fprintf(stderr, "heapslope analyze: cannot write the report\n");
-		goto out;
-	}
-	rc = 0;
-out:
-	for (size_t i = 0; i < o->npaths; i++)
-		analysis_destroy(v[i]);
-	return rc;
+	struct report_opts ro = { 0 };
+	if (o->json &&
+	    report_write(report_format("json"), v, o->npaths, o->json, &ro))
+		return -1;
+	/* sparklines and R² where the terminal takes UTF-8 */
+	setlocale(LC_CTYPE, "");
+	ro.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+	return report_write(o->format, v, o->npaths, "-", &ro);
 }
 
 int cmd_analyze(int argc, char **argv)
@@ -151,30 +152,22 @@ int cmd_analyze(int argc, char **argv)
 	struct analyze_opts o = {
 		.a = { .batches = BATCHES_AUTO, .warmup = -1,
 		       .top = TOP_DEFAULT },
+		.format = report_format("text"),
 	};
+	struct analysis *v[TRACES_MAX] = { 0 };
 	int rc = 1;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
-	if (o.npaths > 1)
-		return compare(&o);
-	struct analysis *a = run_one(o.paths[0], &o.a);
-	if (!a)
-		return 1;
-	if (o.json && json_write(a, o.json)) {
+	for (size_t i = 0; i < o.npaths; i++)
+		if (!(v[i] = run_one(o.paths[i], &o.a)))
+			goto out;
+	if (write_reports(&o, v)) {
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
 		goto out;
 	}
-	if (!o.json || strcmp(o.json, "-") != 0) {
-		setlocale(LC_CTYPE, "");
-		int utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-		if (report_text(stdout, a, utf8)) {
-			fprintf(stderr, "heapslope analyze: cannot write the "
-					"report\n");
-			goto out;
-		}
-	}
 	rc = 0;
 out:
-	analysis_destroy(a);
+	for (size_t i = 0; i < o.npaths; i++)
+		analysis_destroy(v[i]);
 	return rc;
 }

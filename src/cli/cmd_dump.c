@@ -3,12 +3,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 
+#include "analyze/walk.h"
 #include "commands.h"
 #include "format/error.h"
 #include "format/reader.h"
 #include "format/records.h"
+#include "report/words.h"
 
 struct dump_opts {
 	int stats;
@@ -133,7 +134,7 @@ static void print_record(const struct hs_record *r)
 }
 
 static void print_stats(const struct stats *s, const struct hs_header *h,
-			const struct hs_reader *rd)
+			const struct walk_end *e)
 {
 	printf("pid: %" PRIu64 "\n", h->pid);
 	printf("program: %s\n", h->argc ? h->argv[0] : h->exe ? h->exe : "?");
@@ -152,8 +153,8 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 	printf("modules: %" PRIu64 "\n", s->modules);
 	printf("events: %" PRIu64 "\n", s->events);
 	printf("duration_s: %.3f\n", s->last_time / 1e9);
-	printf("frames: %" PRIu64 "\n", reader_chunks(rd));
-	printf("bytes: %" PRIu64 "\n", reader_offset(rd));
+	printf("frames: %" PRIu64 "\n", e->chunks);
+	printf("bytes: %" PRIu64 "\n", e->bytes);
 	printf("complete: %s\n", s->complete ? "yes" : "no");
 	if (s->stop_reason[0])
 		printf("stopped: %s\n", s->stop_reason);
@@ -177,48 +178,73 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 			!s->stop_reason[0] && !h->malloc_owner;
 		printf("counts_verified: %s\n", agree ? "yes" : "no");
 	}
-	if (s->has_exit) {
-		int st = (int)s->wait_status;
-		if (WIFEXITED(st))
-			printf("exit_status: %d\n", WEXITSTATUS(st));
-		else if (WIFSIGNALED(st))
-			printf("exit_signal: %d\n", WTERMSIG(st));
-	}
+	int v;
+	enum words_exit how =
+		s->has_exit ? words_exit(s->wait_status, &v) : WORDS_EXIT_OTHER;
+	if (how == WORDS_EXIT_STATUS)
+		printf("exit_status: %d\n", v);
+	else if (how == WORDS_EXIT_SIGNAL)
+		printf("exit_signal: %d\n", v);
 }
+
+/* The walk's callbacks: every record is counted, and printed unless
+ * only the counts are asked for. */
+struct dump {
+	const struct dump_opts *o;
+	const struct hs_header *h;
+	struct stats s;
+};
+
+static int on_header(void *ctx, const struct hs_header *h)
+{
+	struct dump *d = ctx;
+	d->h = h;
+	if (!d->o->stats)
+		print_header(h);
+	return 0;
+}
+
+static int on_record(void *ctx, const struct hs_record *r)
+{
+	struct dump *d = ctx;
+	count(&d->s, r);
+	if (!d->o->stats)
+		print_record(r);
+	return 0;
+}
+
+static int on_done(void *ctx, const struct walk_end *e)
+{
+	struct dump *d = ctx;
+	if (d->o->stats)
+		print_stats(&d->s, d->h, e);
+	return 0;
+}
+
+/* Strict: a trace cut inside a chunk is an error, which says where. */
+static const struct walk_sink sink = {
+	.header = on_header,
+	.record = on_record,
+	.done = on_done,
+};
 
 int cmd_dump(int argc, char **argv)
 {
 	struct dump_opts o = { 0 };
-	struct stats s = { 0 };
-	struct hs_record rec;
-	int rc;
+	struct dump d = { .o = &o };
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
-	struct hs_reader *r = reader_open(o.path);
-	if (!r) {
-		fprintf(stderr, "heapslope dump: %s\n", hs_last_error());
-		return 1;
-	}
-	if (!o.stats)
-		print_header(reader_header(r));
-	while ((rc = reader_next(r, &rec)) > 0) {
-		count(&s, &rec);
-		if (!o.stats)
-			print_record(&rec);
-	}
-	if (o.stats)
-		print_stats(&s, reader_header(r), r);
+	int rc = walk(o.path, &sink, &d);
 	fflush(stdout);
 	if (rc < 0) {
 		fprintf(stderr, "heapslope dump: %s\n", hs_last_error());
-	} else if (s.stop_reason[0]) {
+	} else if (d.s.stop_reason[0]) {
 		fprintf(stderr, "heapslope dump: %s: recording stopped early: "
-				"%s\n", o.path, s.stop_reason);
-	} else if (!s.complete) {
+				"%s\n", o.path, d.s.stop_reason);
+	} else if (!d.s.complete) {
 		fprintf(stderr, "heapslope dump: %s is incomplete: the process "
 				"ended without closing it (killed?); read up to "
 				"its last flush\n", o.path);
 	}
-	reader_destroy(r);
 	return rc < 0 ? 1 : 0;
 }

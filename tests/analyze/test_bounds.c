@@ -128,10 +128,14 @@ static void test_address_space(void)
 	struct stacks *st = stacks_create(0, 0);
 	struct heapmap *h = heapmap_create(PAGE, HEAP, 1);
 	series_init(&se);
-	struct replay *r = st && h ? replay_create(st, &se, h) : NULL;
+	struct replay *r = st && h ? replay_create(st) : NULL;
 	CHECK(r);
 	if (!r)
 		return;
+	se.heap = h;
+	CHECK(replay_add_consumer(r, &stacks_consumer, st) == 0);
+	CHECK(replay_add_consumer(r, &heapmap_consumer, h) == 0);
+	CHECK(replay_add_consumer(r, &series_consumer, &se) == 0);
 	struct hs_event ok[] = {
 		{ .kind = HS_REC_ALLOC, .ptr = ARENA, .size = 16 * TIB },
 		{ .kind = HS_REC_ALLOC, .ptr = (1ull << 56), .size = TIB },

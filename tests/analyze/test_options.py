@@ -1,5 +1,5 @@
 """Options of `heapslope analyze`: --top, --group-by-site, --warmup,
---batches, and bad values (one error line, exit 2)."""
+--batches, --format, and bad values (one error line, exit 2)."""
 import json
 import os
 import shutil
@@ -194,6 +194,44 @@ def test_several_traces():
         check("missing.hst" in r.err.decode(), "the error names it")
 
 
+def test_format():
+    """--format text|json chooses the report on stdout, for one trace or
+    several; --json - is --format json; --json FILE writes the JSON there
+    besides the text."""
+    def with_args(*args):
+        r = run([HEAPSLOPE, "analyze", *args])
+        no_crash(r, f"analyze {' '.join(args)}")
+        return r
+
+    with tmpdir() as d:
+        a = record_trace([trainsim(), "--batches", "8", "--ops", "2000"], d)
+        b = record_trace([prog("av_empty")], d, name="second.hst")
+        for traces in ([a], [a, b]):
+            text = with_args(*traces)
+            check_eq(text.rc, 0, "analyze:\n" + text.describe())
+            same = with_args("--format", "text", *traces)
+            check_eq((same.rc, same.out), (0, text.out),
+                     f"--format text vs the default ({len(traces)} traces)")
+            js = with_args("--format", "json", *traces)
+            check_eq(js.rc, 0, "--format json:\n" + js.describe())
+            check_eq(json.loads(js.out)["schema"],
+                     "heapslope.report/1" if len(traces) == 1
+                     else "heapslope.comparison/1", "--format json: schema")
+            dash = with_args("--json", "-", *traces)
+            check_eq((dash.rc, dash.out), (0, js.out),
+                     f"--json - vs --format json ({len(traces)} traces)")
+            path = os.path.join(d, "report.json")
+            both = with_args("--json", path, *traces)
+            check_eq((both.rc, both.out), (0, text.out),
+                     f"--json FILE: the text on stdout ({len(traces)})")
+            check_eq(open(path, "rb").read(), js.out,
+                     f"--json FILE: the JSON in FILE ({len(traces)})")
+        r = run([HEAPSLOPE, "analyze", "--format", "xml", a])
+        check_eq(r.rc, 2, "--format xml: exit status\n" + r.describe())
+        check("'xml'" in r.err.decode() and "text, json" in r.err.decode(),
+              "--format xml: the error names it and the formats")
+
+
 def test_debug_files():
     """Separate debug files found by .gnu_debuglink: beside the binary, in
     its .debug subdirectory, under --debuginfo-path DIR followed by the
@@ -263,4 +301,5 @@ def test_bad_options():
 
 if __name__ == "__main__":
     main([test_top, test_group_by_site, test_warmup, test_batches,
-          test_several_traces, test_debug_files, test_bad_options])
+          test_several_traces, test_format, test_debug_files,
+          test_bad_options])

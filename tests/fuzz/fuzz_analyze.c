@@ -1,9 +1,10 @@
-/* libFuzzer target: the analyzer on arbitrary input, through analysis_run,
- * the streaming pass `heapslope analyze` makes (the reader's prefetch and
- * reader_events, the replay, the heap map, the stacks, the series,
- * symbols), then both report builders.  Any input must end in a report
- * or a clean error, never a crash, a leak, or memory or time without
- * bound.
+/* libFuzzer target: the analyzer on arbitrary input, through
+ * analysis_create, the walk `heapslope analyze` makes (the reader's prefetch and
+ * reader_events, the replay and its consumers: the stacks, the heap map,
+ * the series; symbols), then every report format, for one trace and for
+ * two side by side; and the walk `heapslope dump` makes, record by
+ * record.  Any input must end in a report or a clean error, never a
+ * crash, a leak, or memory or time without bound.
  *
  * Inputs that start with the trace magic are traces.  Other inputs
  * starting with an odd byte are record bytes, wrapped here in a valid
@@ -21,10 +22,10 @@
 #include <zstd.h>
 
 #include "analyze/analysis.h"
-#include "analyze/json.h"
-#include "analyze/report_text.h"
+#include "analyze/walk.h"
 #include "format/encoder.h"
 #include "mutate.h"
+#include "report/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max,
@@ -40,8 +41,8 @@ static int is_trace(const uint8_t *data, size_t size)
 	return size >= HS_MAGIC_LEN && !memcmp(data, HS_MAGIC, HS_MAGIC_LEN);
 }
 
-/* A trace whose records are the input, in two frames (the second half in
- * its own frame: delta state restarts there). */
+/* A trace whose records are the input, in two chunks (the second half in
+ * its own chunk: delta state restarts there). */
 static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 {
 	uint8_t body[256], pre[HS_PREAMBLE_LEN + sizeof(body)];
@@ -63,7 +64,7 @@ static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 		size_t cap = chunk_bound(parts[i][1]);
 		uint8_t *out = malloc(cap);
 		/* rows that parse are transposed as the recorder does;
-		 * others go in as the frame's payload, to fuzz the columns */
+		 * others go in as the chunk's payload, to fuzz the columns */
 		uint8_t *work = out ? malloc(chunk_work_size(parts[i][1]))
 				    : NULL;
 		size_t c = work ? chunk_encode(cctx, data + parts[i][0],
@@ -104,6 +105,16 @@ static int write_input(const uint8_t *data, size_t size)
 	return fclose(f) == 0 && rc == 0 ? 0 : -1;
 }
 
+/* dump's walk: every record through reader_next, none skipped. */
+static int count_record(void *ctx, const struct hs_record *rec)
+{
+	(void)rec;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+static const struct walk_sink records = { .record = count_record };
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* the options of `heapslope analyze`, grouping by site on half the
@@ -116,16 +127,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.top = 10,
 		.group_by_site = size & 1,
 	};
+	const struct report_opts ro = { .utf8 = (size & 8) != 0 };
+	size_t n = 0;
 	if (write_input(data, size))
 		return 0;
-	struct analysis *a = analysis_run(path, &o);
-	FILE *null = fopen("/dev/null", "w");
-	if (a && null) {
-		report_text(null, a, size & 8);
-		json_write(a, "/dev/null");
+	walk(path, &records, &n);
+	struct analysis *a = analysis_create(path, &o);
+	struct analysis *const two[] = { a, a };
+	size_t nformats;
+	const struct report_format *f = report_formats(&nformats);
+	for (size_t i = 0; a && i < nformats; i++) {
+		report_write(&f[i], two, 1, "/dev/null", &ro);
+		report_write(&f[i], two, 2, "/dev/null", &ro);
 	}
-	if (null)
-		fclose(null);
 	analysis_destroy(a);
 	return 0;
 }

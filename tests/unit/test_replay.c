@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/heapmap.h"
 #include "analyze/replay.h"
 #include "analyze/series.h"
 #include "analyze/stacks.h"
@@ -21,8 +22,10 @@ static void world_init(struct world *w)
 {
 	w->st = stacks_create(0, 0);
 	series_init(&w->se);
-	w->rp = replay_create(w->st, &w->se, NULL);
-	if (!w->st || !w->rp) {
+	w->rp = w->st ? replay_create(w->st) : NULL;
+	if (!w->rp ||
+	    replay_add_consumer(w->rp, &stacks_consumer, w->st) ||
+	    replay_add_consumer(w->rp, &series_consumer, &w->se)) {
 		fprintf(stderr, "out of memory\n");
 		exit(1);
 	}
@@ -273,6 +276,113 @@ static void test_map_random(void)
 	world_finish(&w);
 }
 
+/* The analyzer's own consumers are called directly; as plain consumers
+ * (copies, which the replay does not know) they must end the same. */
+static void test_direct_and_generic(void)
+{
+	enum { PAGE = 4096, BATCHES = 6, STEPS = 20000 };
+	const uint64_t heap = 0x555555554000ull;
+	struct replay_consumer stacks_plain = stacks_consumer;
+	struct replay_consumer heap_plain = heapmap_consumer;
+	const struct replay_consumer *use[2][2] = {
+		{ &stacks_consumer, &heapmap_consumer },
+		{ &stacks_plain, &heap_plain },
+	};
+	struct stacks *st[2];
+	struct heapmap *hm[2];
+	struct series se[2];
+	struct replay *rp[2];
+	for (int k = 0; k < 2; k++) {
+		st[k] = stacks_create(0, 0);
+		hm[k] = heapmap_create(PAGE, heap, 1);
+		series_init(&se[k]);
+		se[k].heap = hm[k];
+		rp[k] = st[k] && hm[k] ? replay_create(st[k]) : NULL;
+		if (!rp[k] || replay_add_consumer(rp[k], use[k][0], st[k]) ||
+		    replay_add_consumer(rp[k], use[k][1], hm[k]) ||
+		    replay_add_consumer(rp[k], &series_consumer, &se[k])) {
+			fprintf(stderr, "out of memory\n");
+			exit(1);
+		}
+		CHECK(stacks_node(st[k], 1, 0, 0x100) == 0);
+		for (uint64_t id = 2; id < 10; id++)
+			CHECK(stacks_node(st[k], id, 1, 0x1000 + id) == 0);
+	}
+	CHECK(rp[0]->direct_stacks && rp[0]->direct_heap);
+	CHECK(!rp[1]->direct_stacks && !rp[1]->direct_heap);
+	uint64_t x = 2463534242ull;
+	for (int i = 0; i < STEPS; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		/* few addresses: frees, reallocs and replaced blocks hit */
+		uint64_t addr = heap + 0x40 * (x % 512), old = 0;
+		struct hs_event e = { .ptr = addr,
+				      .size = 16 + (x >> 20) % 9000,
+				      .stack = 2 + (x >> 40) % 8,
+				      .kind = HS_REC_ALLOC,
+				      .fn = HS_FN_MALLOC };
+		if ((x >> 50) % 3 == 0) {
+			e.kind = HS_REC_FREE;
+			e.fn = HS_FN_FREE;
+		} else if ((x >> 50) % 3 == 1) {
+			old = heap + 0x40 * ((x >> 30) % 512);
+			e.kind = HS_REC_REALLOC;
+			e.fn = HS_FN_REALLOC;
+			e.old_ptr = old;
+		}
+		for (int k = 0; k < 2; k++) {
+			CHECK(replay_events(rp[k], &e, 1) == 0);
+			if ((i + 1) % (STEPS / BATCHES) == 0)
+				CHECK(replay_batch_end(rp[k], i, 1) == 0);
+		}
+	}
+	struct heapmap_state hs[2];
+	const struct heapmap_pin *pins[2];
+	size_t npins[2];
+	struct stack_growth *g[2];
+	size_t ng[2];
+	for (int k = 0; k < 2; k++) {
+		heapmap_state(hm[k], &hs[k]);
+		heapmap_last_pins(hm[k], &pins[k], &npins[k]);
+		stacks_finish(st[k], rp[k]->batch);
+		CHECK(stacks_rank(st[k], 0, rp[k]->batch, 0, &g[k], &ng[k]) ==
+		      0);
+	}
+	CHECK(!memcmp(&hs[0], &hs[1], sizeof(hs[0])));
+	CHECK(hs[0].footprint > 0 && rp[0]->t.replaced_allocations > 0);
+	CHECK(npins[0] == npins[1]);
+	for (size_t i = 0; i < npins[0] && i < npins[1]; i++)
+		CHECK(pins[0][i].slot == pins[1][i].slot &&
+		      pins[0][i].pinned_bytes == pins[1][i].pinned_bytes &&
+		      pins[0][i].blocks == pins[1][i].blocks);
+	CHECK(ng[0] == ng[1] && ng[0] == 8);
+	for (size_t i = 0; i < ng[0] && i < ng[1]; i++) {
+		CHECK(g[0][i].id == g[1][i].id);
+		CHECK(g[0][i].bytes_per_batch == g[1][i].bytes_per_batch);
+		CHECK(g[0][i].leaked_bytes == g[1][i].leaked_bytes);
+		CHECK(g[0][i].allocations == g[1][i].allocations);
+	}
+	CHECK(se[0].n == se[1].n && se[0].n == BATCHES);
+	for (size_t i = 0; i < se[0].n && i < se[1].n; i++) {
+		const struct batch *a = &se[0].v[i], *b = &se[1].v[i];
+		CHECK(a->live_bytes == b->live_bytes &&
+		      a->peak_live_bytes == b->peak_live_bytes &&
+		      a->allocations == b->allocations &&
+		      a->frees == b->frees &&
+		      a->allocated_bytes == b->allocated_bytes);
+		CHECK(a->has_shape && b->has_shape &&
+		      a->footprint_bytes == b->footprint_bytes &&
+		      a->holes_bytes == b->holes_bytes &&
+		      a->span_bytes == b->span_bytes);
+	}
+	for (int k = 0; k < 2; k++) {
+		stacks_growth_free(g[k], ng[k]);
+		replay_destroy(rp[k]);
+		heapmap_destroy(hm[k]);
+		stacks_destroy(st[k]);
+		series_finish(&se[k]);
+	}
+}
+
 int main(void)
 {
 	test_realloc_chain();
@@ -282,6 +392,7 @@ int main(void)
 	test_thousand_leaks();
 	test_batches();
 	test_map_random();
+	test_direct_and_generic();
 	if (failures)
 		fprintf(stderr, "test_replay: %d failures\n", failures);
 	return failures ? 1 : 0;

@@ -1,35 +1,20 @@
-#include "report_text.h"
-
+/* The terminal report, read top-down: summary, verdict with the numbers
+ * that decided it, where the growth goes, the per-batch series, the top
+ * growing stacks, the blocks that pin the heap. */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
-#include <sys/wait.h>
 
-#include "analysis.h"
-#include "symbols.h"
+#include "analyze/analysis.h"
+#include "analyze/symbols.h"
+#include "format/error.h"
+#include "words.h"
+#include "writers.h"
 
 #define TABLE_MAX 24   /* more batches than this: sparklines */
 #define SPARK_WIDTH 60
 #define FRAMES_SHOWN 12
 #define PATHS_SHOWN 5
-
-static const char *human(double v, char *buf, size_t cap)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB",
-					     "TiB" };
-	double a = fabs(v);
-	int u = 0;
-	while (a >= 1024 && u < 4) {
-		a /= 1024;
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, cap, "%.0f B", v);
-	else
-		snprintf(buf, cap, "%.1f %s", v, units[u]);
-	return buf;
-}
 
 static const char *source_name(const struct analysis *a)
 {
@@ -51,11 +36,13 @@ static void summary(FILE *o, const struct analysis *a)
 	if (a->argc > 8)
 		fprintf(o, " ...");
 	fprintf(o, " (pid %" PRIu64, a->pid);
-	int st = (int)a->wait_status;
-	if (a->has_exit && WIFEXITED(st))
-		fprintf(o, ", exit status %d", WEXITSTATUS(st));
-	else if (a->has_exit && WIFSIGNALED(st))
-		fprintf(o, ", killed by signal %d", WTERMSIG(st));
+	int v;
+	enum words_exit how =
+		a->has_exit ? words_exit(a->wait_status, &v) : WORDS_EXIT_OTHER;
+	if (how == WORDS_EXIT_STATUS)
+		fprintf(o, ", exit status %d", v);
+	else if (how == WORDS_EXIT_SIGNAL)
+		fprintf(o, ", killed by signal %d", v);
 	fprintf(o, ")\n");
 	fprintf(o, "  trace     %" PRIu64 " events in %.3f s, %s\n", a->events,
 		a->duration_ns / 1e9,
@@ -82,9 +69,10 @@ static void summary(FILE *o, const struct analysis *a)
 		t->unmatched_frees);
 	fprintf(o, "  heap      %s allocated, peak live %s, %s in %" PRIu64
 		   " blocks still live at the end\n",
-		human((double)t->allocated_bytes, b1, sizeof(b1)),
-		human((double)t->peak_live_bytes, b2, sizeof(b2)),
-		human((double)t->live_bytes, b3, sizeof(b3)), t->live_blocks);
+		words_bytes((double)t->allocated_bytes, b1, sizeof(b1)),
+		words_bytes((double)t->peak_live_bytes, b2, sizeof(b2)),
+		words_bytes((double)t->live_bytes, b3, sizeof(b3)),
+		t->live_blocks);
 	fprintf(o, "  batches   %zu from %s", a->series.n, source_name(a));
 	if (a->source != BATCHES_MARKER)
 		fprintf(o, " of %g s", a->window_ns / 1e9);
@@ -94,57 +82,59 @@ static void summary(FILE *o, const struct analysis *a)
 
 static void verdict(FILE *o, const struct analysis *a, int utf8)
 {
+	const struct growth *g = &a->growth;
 	char b1[32], b2[32];
 	const char *r2 = utf8 ? "R²" : "R2";
-	fprintf(o, "\nVerdict: %s\n", verdict_name(a->verdict.verdict));
+	fprintf(o, "\nVerdict: %s\n", words_verdict(a->verdict.verdict));
 	fprintf(o, "  live heap %s/batch (%s %.3f)", 
-		human(a->live_fit.slope, b1, sizeof(b1)), r2, a->live_fit.r2);
-	if (a->has_rss_fit)
+		words_bytes(g->live.slope, b1, sizeof(b1)), r2, g->live.r2);
+	if (g->has_rss)
 		fprintf(o, ", RSS %s/batch (%s %.3f)",
-			human(a->rss_fit.slope, b2, sizeof(b2)), r2,
-			a->rss_fit.r2);
+			words_bytes(g->rss.slope, b2, sizeof(b2)), r2,
+			g->rss.r2);
 	else
 		fprintf(o, ", RSS unknown (no samples)");
-	if (a->has_heap_fit)
+	if (g->has_heap)
 		fprintf(o, ", allocator footprint %s/batch",
-			human(a->heap_fit.slope, b1, sizeof(b1)));
-	fprintf(o, ", over %zu batches\n", a->live_fit.n);
+			words_bytes(g->heap.slope, b1, sizeof(b1)));
+	fprintf(o, ", over %zu batches\n", g->live.n);
 	fprintf(o, "  why: %s\n", a->verdict.text);
 }
 
 /* Where RSS growth goes: live + retained + other, and glibc's view. */
 static void decomposition(FILE *o, const struct analysis *a)
 {
+	const struct growth *g = &a->growth;
 	char b1[32], b2[32], b3[32], b4[32];
-	if (!a->has_shape || !a->series.n)
+	if (!g->has_shape || !a->series.n)
 		return;
 	fprintf(o, "\nWhere the growth goes (per batch, after warm-up):\n");
-	if (a->has_rss_fit)
+	if (g->has_rss)
 		fprintf(o, "  RSS                %12s\n",
-			human(a->rss_fit.slope, b1, sizeof(b1)));
+			words_bytes(g->rss.slope, b1, sizeof(b1)));
 	fprintf(o, "  %s live heap        %12s  blocks the program holds\n",
-		a->has_rss_fit ? "=" : " ",
-		human(a->live_fit.slope, b1, sizeof(b1)));
-	if (a->has_decomposition) {
+		g->has_rss ? "=" : " ",
+		words_bytes(g->live.slope, b1, sizeof(b1)));
+	if (g->has_decomposition) {
 		fprintf(o, "  + retained by glibc%12s  free memory it keeps: "
-			   "holes %s", human(a->retained_fit.slope, b1,
-					     sizeof(b1)),
-			human(a->holes_fit.slope, b2, sizeof(b2)));
-		if (a->has_top_fit)
+			   "holes %s",
+			words_bytes(g->retained.slope, b1, sizeof(b1)),
+			words_bytes(g->holes.slope, b2, sizeof(b2)));
+		if (g->has_top)
 			fprintf(o, ", top of the heap %s",
-				human(a->top_fit.slope, b3, sizeof(b3)));
+				words_bytes(g->top.slope, b3, sizeof(b3)));
 		fputc('\n', o);
 		fprintf(o, "  + other            %12s  mmapped data, stacks, "
 			   "code: outside the malloc heap\n",
-			human(a->other_slope, b1, sizeof(b1)));
-	} else if (a->has_rss_fit) {
+			words_bytes(g->other_slope, b1, sizeof(b1)));
+	} else if (g->has_rss) {
 		fprintf(o, "  + not live         %12s  retained by %s or "
 			   "outside the heap (its layout is glibc's only)\n",
-			human(a->rss_fit.slope - a->live_fit.slope, b1,
-			      sizeof(b1)),
+			words_bytes(g->rss.slope - g->live.slope, b1,
+				    sizeof(b1)),
 			a->allocator ? a->allocator : "the allocator");
 	}
-	if (a->has_mallinfo_fit) {
+	if (g->has_mallinfo) {
 		size_t with = 0, all = 0;
 		for (size_t i = a->warmup; i < a->series.n; i++, all++)
 			with += a->series.v[i].has_heap_free;
@@ -153,25 +143,27 @@ static void decomposition(FILE *o, const struct analysis *a)
 			snprintf(at, sizeof(at), "%zu of %zu marks", with, all);
 		fprintf(o, "  glibc's own view (mallinfo2 at %s): in use %s, "
 			   "free %s\n",
-			at, human(a->in_use_fit.slope, b1, sizeof(b1)),
-			human(a->heap_free_fit.slope, b2, sizeof(b2)));
+			at, words_bytes(g->in_use.slope, b1, sizeof(b1)),
+			words_bytes(g->heap_free.slope, b2, sizeof(b2)));
 	}
 	const struct batch *b = &a->series.v[a->series.n - 1];
 	if (a->glibc)
 	{
 		fprintf(o, "  heap at the last batch: span %s, holes %s (%s in "
 			   "whole free pages)",
-			human((double)b->span_bytes, b1, sizeof(b1)),
-			human((double)b->holes_bytes, b2, sizeof(b2)),
-			human((double)b->releasable_holes_bytes, b3,
-			      sizeof(b3)));
+			words_bytes((double)b->span_bytes, b1, sizeof(b1)),
+			words_bytes((double)b->holes_bytes, b2, sizeof(b2)),
+			words_bytes((double)b->releasable_holes_bytes, b3,
+				    sizeof(b3)));
 		if (b->has_top)
 			fprintf(o, ", free top %s",
-				human((double)b->top_bytes, b3, sizeof(b3)));
+				words_bytes((double)b->top_bytes, b3,
+					    sizeof(b3)));
 		fprintf(o, ", pages with live data %s\n",
-			human((double)b->footprint_bytes, b4, sizeof(b4)));
-		if (a->has_top_fit && a->top_fit.slope > 0 &&
-		    a->top_fit.slope >= 0.25 * a->retained_fit.slope)
+			words_bytes((double)b->footprint_bytes, b4,
+				    sizeof(b4)));
+		if (g->has_top && g->top.slope > 0 &&
+		    g->top.slope >= 0.25 * g->retained.slope)
 			fprintf(o, "  the free top grows: glibc trims it only "
 				   "above its trim threshold, which freeing "
 				   "large\n  mmapped blocks raises; "
@@ -182,7 +174,8 @@ static void decomposition(FILE *o, const struct analysis *a)
 	else
 		fprintf(o, "  heap at the last batch: pages with live data "
 			   "%s\n",
-			human((double)b->footprint_bytes, b1, sizeof(b1)));
+			words_bytes((double)b->footprint_bytes, b1,
+				    sizeof(b1)));
 }
 
 static void spark(FILE *o, const char *name, const struct analysis *a,
@@ -218,8 +211,8 @@ static void spark(FILE *o, const char *name, const struct analysis *a,
 			fputc(ascii[k], o);
 	}
 	char b1[32], b2[32];
-	fprintf(o, "  %s .. %s\n", human(lo, b1, sizeof(b1)),
-		human(hi, b2, sizeof(b2)));
+	fprintf(o, "  %s .. %s\n", words_bytes(lo, b1, sizeof(b1)),
+		words_bytes(hi, b2, sizeof(b2)));
 }
 
 static void series(FILE *o, const struct analysis *a, int utf8)
@@ -235,7 +228,7 @@ static void series(FILE *o, const struct analysis *a, int utf8)
 			(s->n + SPARK_WIDTH - 1) / SPARK_WIDTH);
 		spark(o, "live", a, BATCH_LIVE, utf8);
 		spark(o, "RSS", a, BATCH_RSS, utf8);
-		if (a->has_shape && a->glibc)
+		if (a->growth.has_shape && a->glibc)
 			spark(o, "holes", a, BATCH_HOLES, utf8);
 		return;
 	}
@@ -246,14 +239,14 @@ static void series(FILE *o, const struct analysis *a, int utf8)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct batch *b = &s->v[i];
 		char l[32], p[32], r[32] = "-", h[32] = "-", f[32] = "-";
-		human((double)b->live_bytes, l, sizeof(l));
-		human((double)b->peak_live_bytes, p, sizeof(p));
+		words_bytes((double)b->live_bytes, l, sizeof(l));
+		words_bytes((double)b->peak_live_bytes, p, sizeof(p));
 		if (b->has_rss)
-			human((double)b->rss_bytes, r, sizeof(r));
+			words_bytes((double)b->rss_bytes, r, sizeof(r));
 		if (b->has_shape && a->glibc)
-			human((double)b->holes_bytes, h, sizeof(h));
+			words_bytes((double)b->holes_bytes, h, sizeof(h));
 		if (b->has_heap_free)
-			human((double)b->heap_free_bytes, f, sizeof(f));
+			words_bytes((double)b->heap_free_bytes, f, sizeof(f));
 		fprintf(o, "  %5zu %8.3f %10s %10s %10s %10s %10s %8" PRIu64
 			   " %8" PRIu64 "%s\n",
 			i, b->end_ns / 1e9, l, p, r, h, f, b->allocations,
@@ -261,37 +254,31 @@ static void series(FILE *o, const struct analysis *a, int utf8)
 	}
 }
 
-static const char *base_name(const char *p)
+static void frames(FILE *o, const struct frame *v, size_t n,
+		   const char *indent)
 {
-	const char *s = p ? strrchr(p, '/') : NULL;
-	return s ? s + 1 : p;
-}
-
-static void frames(FILE *o, const struct stack_growth *g, const char *indent)
-{
-	if (!g->nframes) {
+	if (!n) {
 		fprintf(o, "%s(no frames recorded)\n", indent);
 		return;
 	}
-	for (size_t i = 0; i < g->nframes && i < FRAMES_SHOWN; i++) {
-		const struct frame *f = &g->frames[i];
+	for (size_t i = 0; i < n && i < FRAMES_SHOWN; i++) {
+		const struct frame *f = &v[i];
 		char where[64];
 		if (f->module)
 			snprintf(where, sizeof(where), "%s+0x%" PRIx64,
-				 base_name(f->module), f->offset);
+				 words_file(f->module), f->offset);
 		else
 			snprintf(where, sizeof(where), "0x%" PRIx64,
 				 f->address);
 		fprintf(o, "%s%s", indent, f->function ? f->function : where);
 		if (f->file)
-			fprintf(o, "  %s:%u", base_name(f->file), f->line);
+			fprintf(o, "  %s:%u", words_file(f->file), f->line);
 		else if (f->function)
 			fprintf(o, "  (%s)", where);
 		fprintf(o, "%s\n", f->inlined ? "  [inlined]" : "");
 	}
-	if (g->nframes > FRAMES_SHOWN)
-		fprintf(o, "%s... %zu more frames\n", indent,
-			g->nframes - FRAMES_SHOWN);
+	if (n > FRAMES_SHOWN)
+		fprintf(o, "%s... %zu more frames\n", indent, n - FRAMES_SHOWN);
 }
 
 static void head(FILE *o, const struct stack_growth *g, const char *lead,
@@ -300,16 +287,16 @@ static void head(FILE *o, const struct stack_growth *g, const char *lead,
 	char b1[32], b2[32], b3[32];
 	fprintf(o, "%s%s/batch  %s %.2f  live at last batch %s  leaked %s in "
 		   "%" PRIu64 " blocks  %" PRIu64 " allocations\n",
-		lead, human(g->bytes_per_batch, b1, sizeof(b1)),
+		lead, words_bytes(g->bytes_per_batch, b1, sizeof(b1)),
 		utf8 ? "R²" : "R2", g->r2,
-		human((double)g->live_bytes_at_end, b2, sizeof(b2)),
-		human((double)g->leaked_bytes, b3, sizeof(b3)),
+		words_bytes((double)g->live_bytes_at_end, b2, sizeof(b2)),
+		words_bytes((double)g->leaked_bytes, b3, sizeof(b3)),
 		g->leaked_blocks, g->allocations);
 }
 
 static void stacks(FILE *o, const struct analysis *a, int utf8)
 {
-	if (!a->nstacks) {
+	if (!a->nranked) {
 		fprintf(o, "\nNo heap allocations recorded.\n");
 		return;
 	}
@@ -317,13 +304,13 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 		return;
 	fprintf(o, "\nTop %s by growth per batch (%zu of %zu):\n",
 		a->by_site ? "allocation sites" : "stacks", a->shown,
-		a->nstacks);
+		a->nranked);
 	for (size_t i = 0; i < a->shown; i++) {
-		const struct stack_growth *g = &a->stacks[i];
+		const struct stack_growth *g = &a->ranked[i];
 		char lead[32];
 		snprintf(lead, sizeof(lead), "\n#%-3zu ", i + 1);
 		head(o, g, lead, utf8);
-		frames(o, g, "      ");
+		frames(o, g->frames, g->nframes, "      ");
 		if (!a->by_site)
 			continue;
 		/* only the paths the analysis symbolized (--top of them) */
@@ -334,7 +321,8 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 		for (size_t j = 0; j < np; j++) {
 			fprintf(o, "    path %zu of %zu: ", j + 1, g->npaths);
 			head(o, &g->paths[j], "", utf8);
-			frames(o, &g->paths[j], "        ");
+			frames(o, g->paths[j].frames, g->paths[j].nframes,
+			       "        ");
 		}
 		if (g->npaths > np)
 			fprintf(o, "    ... %zu more paths\n", g->npaths - np);
@@ -343,37 +331,36 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 
 static void pinning(FILE *o, const struct analysis *a)
 {
-	enum verdict v = a->verdict.verdict;
 	char b1[32], b2[32];
-	if (!a->pins_shown ||
-	    (v != VERDICT_FRAGMENTATION && v != VERDICT_MIXED))
+	if (!a->pins_shown || !analysis_pinning_matters(a))
 		return;
 	fprintf(o, "\nBlocks that pin the heap at the last batch: %s of whole "
 		   "free pages lie below live blocks that keep them from being "
 		   "trimmed (%zu of %zu stacks):\n",
-		human((double)a->pinned_bytes, b1, sizeof(b1)), a->pins_shown,
+		words_bytes((double)a->pinned_bytes, b1, sizeof(b1)),
+		a->pins_shown,
 		a->npins);
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		const struct pin_group *g = &a->pins[i];
 		fprintf(o, "\n#%-3zu pins %s below %" PRIu64 " blocks (%s live)\n",
-			i + 1, human((double)g->pinned_bytes, b1, sizeof(b1)),
-			g->blocks, human((double)g->live_bytes, b2, sizeof(b2)));
-		struct stack_growth tmp = { .frames = g->frames,
-					    .nframes = g->nframes };
+			i + 1,
+			words_bytes((double)g->pinned_bytes, b1, sizeof(b1)),
+			g->blocks,
+			words_bytes((double)g->live_bytes, b2, sizeof(b2)));
 		if (g->id == PIN_NOT_FOUND)
 			fprintf(o, "      (block not found: inconsistent trace)\n");
 		else if (g->id == PIN_UNPROBED)
 			fprintf(o, "      (blocks not looked up: more gaps than the "
 				   "analyzer examines at one batch end)\n");
 		else
-			frames(o, &tmp, "      ");
+			frames(o, g->frames, g->nframes, "      ");
 	}
 }
 
 static void notes(FILE *o, const struct analysis *a)
 {
 	const char *first;
-	size_t n = a->symbols ? symbols_stale(a->symbols, &first) : 0;
+	size_t n = analysis_stale_modules(a, &first);
 	if (n)
 		fprintf(o, "\nNote: %s%s changed since the recording (another "
 			   "build-id): its frames show as module+offset; "
@@ -381,8 +368,10 @@ static void notes(FILE *o, const struct analysis *a)
 			   "file.\n", first, n > 1 ? " and other modules" : "");
 }
 
-int report_text(FILE *o, const struct analysis *a, int utf8)
+int text_write(FILE *o, const struct analysis *a,
+	       const struct report_opts *opts)
 {
+	const int utf8 = opts->utf8;
 	summary(o, a);
 	verdict(o, a, utf8);
 	decomposition(o, a);
@@ -390,43 +379,7 @@ int report_text(FILE *o, const struct analysis *a, int utf8)
 	stacks(o, a, utf8);
 	pinning(o, a);
 	notes(o, a);
-	fflush(o);
-	return ferror(o) ? -1 : 0;
-}
-
-int report_compare(FILE *o, struct analysis *const *v, size_t n)
-{
-	char live[32], rss[32], ret[32], other[32], use[32];
-	fprintf(o, "heapslope analyze: %zu traces side by side (bytes per "
-		   "batch, after each one's warm-up)\n\n", n);
-	fprintf(o, "  %-28s %-10s %7s %10s %10s %10s %10s %10s  %s\n",
-		"trace", "allocator", "batches", "live", "RSS", "retained",
-		"other", "in use", "verdict");
-	for (size_t i = 0; i < n; i++) {
-		const struct analysis *a = v[i];
-		const char *name = base_name(a->path);
-		human(a->live_fit.slope, live, sizeof(live));
-		snprintf(rss, sizeof(rss), "-");
-		snprintf(ret, sizeof(ret), "-");
-		snprintf(other, sizeof(other), "-");
-		snprintf(use, sizeof(use), "-");
-		if (a->has_rss_fit)
-			human(a->rss_fit.slope, rss, sizeof(rss));
-		if (a->has_decomposition) {
-			human(a->retained_fit.slope, ret, sizeof(ret));
-			human(a->other_slope, other, sizeof(other));
-		}
-		if (a->has_mallinfo_fit)
-			human(a->in_use_fit.slope, use, sizeof(use));
-		fprintf(o, "  %-28.28s %-10.10s %7zu %10s %10s %10s %10s %10s  "
-			   "%s\n",
-			name, a->allocator ? a->allocator : "?", a->series.n,
-			live, rss, ret, other, use,
-			verdict_name(a->verdict.verdict));
-	}
-	fprintf(o, "\n  live: the live heap's slope; RSS = live + retained "
-		   "(free memory inside glibc's heap) + other; in use: glibc's "
-		   "mallinfo2.  '-': not known for this trace or allocator.\n");
-	fflush(o);
-	return ferror(o) ? -1 : 0;
+	if (fflush(o) != 0 || ferror(o))
+		return hs_error("cannot write the report");
+	return 0;
 }

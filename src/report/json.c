@@ -1,5 +1,6 @@
-#include "json.h"
-
+/* The JSON report, schema "heapslope.report/1" (heapslope-report(5)),
+ * and several side by side, "heapslope.comparison/1".  The only file
+ * that knows cJSON. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -7,11 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
-#include "analysis.h"
+#include "analyze/analysis.h"
+#include "analyze/symbols.h"
 #include "format/error.h"
-#include "symbols.h"
+#include "words.h"
+#include "writers.h"
 
 #ifndef HS_VERSION
 #define HS_VERSION "unknown"
@@ -25,9 +27,6 @@ static const char *const sources[] = {
 	[BATCHES_TIME] = "time",
 	[BATCHES_AUTO] = "auto",
 };
-
-static const char *const end_reasons[] = { "exit", "exec", "_exit",
-					   "error" };
 
 /* cJSON numbers are doubles: exact for counts below 2^53.  A whole number
  * from 1e15 on cJSON writes as 3.4e+15 (15 digits), which readers take for
@@ -112,13 +111,15 @@ static cJSON *program(const struct analysis *a)
 	for (int i = 0; i < a->argc; i++)
 		cJSON_AddItemToArray(cmd, string(a->argv[i]));
 	num(p, "pid", (double)a->pid);
-	int st = (int)a->wait_status;
-	if (a->has_exit && WIFEXITED(st))
-		num(p, "exit_status", WEXITSTATUS(st));
+	int v;
+	enum words_exit how =
+		a->has_exit ? words_exit(a->wait_status, &v) : WORDS_EXIT_OTHER;
+	if (how == WORDS_EXIT_STATUS)
+		num(p, "exit_status", v);
 	else
 		cJSON_AddNullToObject(p, "exit_status");
-	if (a->has_exit && WIFSIGNALED(st))
-		num(p, "exit_signal", WTERMSIG(st));
+	if (how == WORDS_EXIT_SIGNAL)
+		num(p, "exit_signal", v);
 	str_or_null(p, "exe", a->exe);
 	return p;
 }
@@ -132,8 +133,7 @@ static cJSON *trace(const struct analysis *a)
 	cJSON_AddBoolToObject(t, "complete", a->complete);
 	cJSON_AddBoolToObject(t, "truncated", a->truncated);
 	str_or_null(t, "end_reason",
-		    a->has_end && a->end_reason < 4 ? end_reasons[a->end_reason]
-						    : NULL);
+		    a->has_end ? words_end_reason(a->end_reason) : NULL);
 	str_or_null(t, "stopped", a->stopped[0] ? a->stopped : NULL);
 	num(t, "unrecorded", (double)a->unrecorded);
 	str_or_null(t, "malloc_owner", a->malloc_owner);
@@ -141,8 +141,7 @@ static cJSON *trace(const struct analysis *a)
 	num(t, "samples", (double)a->samples);
 	num(t, "distinct_stacks", (double)a->distinct_stacks);
 	const char *first;
-	num(t, "stale_modules",
-	    a->symbols ? (double)symbols_stale(a->symbols, &first) : 0);
+	num(t, "stale_modules", (double)analysis_stale_modules(a, &first));
 	return t;
 }
 
@@ -203,18 +202,10 @@ static cJSON *batch_entry(const struct analysis *a, size_t i)
 	num(o, "end_s", (double)x->end_ns / 1e9);
 	num(o, "live_bytes", (double)x->live_bytes);
 	num(o, "peak_live_bytes", (double)x->peak_live_bytes);
-	if (x->has_rss)
-		num(o, "rss_bytes", (double)x->rss_bytes);
-	else
-		cJSON_AddNullToObject(o, "rss_bytes");
-	if (x->has_heap_free)
-		num(o, "heap_free_bytes", (double)x->heap_free_bytes);
-	else
-		cJSON_AddNullToObject(o, "heap_free_bytes");
-	if (x->has_heap_free)
-		num(o, "heap_bytes", (double)x->heap_bytes);
-	else
-		cJSON_AddNullToObject(o, "heap_bytes");
+	num_if(o, "rss_bytes", x->has_rss, (double)x->rss_bytes);
+	num_if(o, "heap_free_bytes", x->has_heap_free,
+	       (double)x->heap_free_bytes);
+	num_if(o, "heap_bytes", x->has_heap_free, (double)x->heap_bytes);
 	num(o, "allocations", (double)x->allocations);
 	num(o, "frees", (double)x->frees);
 	num(o, "allocated_bytes", (double)x->allocated_bytes);
@@ -263,32 +254,23 @@ static int write_series(FILE *f, const struct analysis *a)
 
 static cJSON *growth(const struct analysis *a)
 {
+	const struct growth *fit = &a->growth;
 	cJSON *g = cJSON_CreateObject();
-	num(g, "live_bytes_per_batch", a->live_fit.slope);
-	num(g, "live_r2", a->live_fit.r2);
-	if (a->has_rss_fit) {
-		num(g, "rss_bytes_per_batch", a->rss_fit.slope);
-		num(g, "rss_r2", a->rss_fit.r2);
-	} else {
-		cJSON_AddNullToObject(g, "rss_bytes_per_batch");
-		cJSON_AddNullToObject(g, "rss_r2");
-	}
-	if (a->has_heap_fit) {
-		num(g, "heap_bytes_per_batch", a->heap_fit.slope);
-		num(g, "heap_r2", a->heap_fit.r2);
-	} else {
-		cJSON_AddNullToObject(g, "heap_bytes_per_batch");
-		cJSON_AddNullToObject(g, "heap_r2");
-	}
-	num(g, "batches_fitted", (double)a->live_fit.n);
+	num(g, "live_bytes_per_batch", fit->live.slope);
+	num(g, "live_r2", fit->live.r2);
+	num_if(g, "rss_bytes_per_batch", fit->has_rss, fit->rss.slope);
+	num_if(g, "rss_r2", fit->has_rss, fit->rss.r2);
+	num_if(g, "heap_bytes_per_batch", fit->has_heap, fit->heap.slope);
+	num_if(g, "heap_r2", fit->has_heap, fit->heap.r2);
+	num(g, "batches_fitted", (double)fit->live.n);
 	return g;
 }
 
-static cJSON *frames(const struct stack_growth *s)
+static cJSON *frames(const struct frame *fv, size_t n)
 {
 	cJSON *v = cJSON_CreateArray();
-	for (size_t i = 0; i < s->nframes; i++) {
-		const struct frame *f = &s->frames[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct frame *f = &fv[i];
 		cJSON *o = cJSON_CreateObject();
 		char addr[24];
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
@@ -317,16 +299,15 @@ static cJSON *stack(const struct stack_growth *s, size_t rank)
 	num(o, "leaked_bytes", (double)s->leaked_bytes);
 	num(o, "leaked_blocks", (double)s->leaked_blocks);
 	num(o, "allocations", (double)s->allocations);
-	cJSON_AddItemToObject(o, "frames", frames(s));
+	cJSON_AddItemToObject(o, "frames", frames(s->frames, s->nframes));
 	return o;
 }
 
 static cJSON *fragmentation(const struct analysis *a)
 {
 	cJSON *f = cJSON_CreateObject();
-	const int shape = a->has_shape, glibc = shape && a->glibc;
-	const struct batch *last = a->series.n ? &a->series.v[a->series.n - 1]
-					       : NULL;
+	const int shape = a->growth.has_shape, glibc = shape && a->glibc;
+	const struct batch *last = analysis_last_batch(a);
 	str_or_null(f, "allocator", a->allocator);
 	cJSON_AddStringToObject(f, "layout", a->glibc ? "glibc" : "pages");
 	if (a->heap_start) {
@@ -351,35 +332,34 @@ static cJSON *fragmentation(const struct analysis *a)
 	num_if(f, "top_bytes", at && a->glibc && last->has_top,
 	       at ? (double)last->top_bytes : 0);
 	/* slopes, bytes per batch after the warm-up */
-	num_if(f, "footprint_bytes_per_batch", shape, a->footprint_fit.slope);
-	num_if(f, "span_bytes_per_batch", glibc, a->span_fit.slope);
-	num_if(f, "holes_bytes_per_batch", glibc, a->holes_fit.slope);
+	num_if(f, "footprint_bytes_per_batch", shape,
+	       a->growth.footprint.slope);
+	num_if(f, "span_bytes_per_batch", glibc, a->growth.span.slope);
+	num_if(f, "holes_bytes_per_batch", glibc, a->growth.holes.slope);
 	num_if(f, "releasable_bytes_per_batch", glibc,
-	       a->releasable_fit.slope);
-	num_if(f, "top_bytes_per_batch", glibc && a->has_top_fit,
-	       a->top_fit.slope);
-	num_if(f, "retained_bytes_per_batch", glibc, a->retained_fit.slope);
+	       a->growth.releasable.slope);
+	num_if(f, "top_bytes_per_batch", glibc && a->growth.has_top,
+	       a->growth.top.slope);
+	num_if(f, "retained_bytes_per_batch", glibc, a->growth.retained.slope);
 	cJSON *mi = cJSON_AddObjectToObject(f, "allocator_state");
-	num_if(mi, "in_use_bytes_per_batch", a->has_mallinfo_fit,
-	       a->in_use_fit.slope);
-	num_if(mi, "free_bytes_per_batch", a->has_mallinfo_fit,
-	       a->heap_free_fit.slope);
-	num_if(mi, "footprint_bytes_per_batch", a->has_heap_fit,
-	       a->heap_fit.slope);
-	if (a->has_decomposition) {
+	num_if(mi, "in_use_bytes_per_batch", a->growth.has_mallinfo,
+	       a->growth.in_use.slope);
+	num_if(mi, "free_bytes_per_batch", a->growth.has_mallinfo,
+	       a->growth.heap_free.slope);
+	num_if(mi, "footprint_bytes_per_batch", a->growth.has_heap,
+	       a->growth.heap.slope);
+	if (a->growth.has_decomposition) {
 		cJSON *d = cJSON_AddObjectToObject(f, "decomposition");
-		num(d, "rss_bytes_per_batch", a->rss_fit.slope);
-		num(d, "live_bytes_per_batch", a->live_fit.slope);
-		num(d, "retained_bytes_per_batch", a->retained_fit.slope);
-		num(d, "other_bytes_per_batch", a->other_slope);
+		num(d, "rss_bytes_per_batch", a->growth.rss.slope);
+		num(d, "live_bytes_per_batch", a->growth.live.slope);
+		num(d, "retained_bytes_per_batch", a->growth.retained.slope);
+		num(d, "other_bytes_per_batch", a->growth.other_slope);
 	} else {
 		cJSON_AddNullToObject(f, "decomposition");
 	}
 	num_if(f, "pinned_bytes", glibc, (double)a->pinned_bytes);
-	enum verdict v = a->verdict.verdict;
 	cJSON_AddBoolToObject(f, "pinning_matters",
-			      v == VERDICT_FRAGMENTATION ||
-				      v == VERDICT_MIXED);
+			      analysis_pinning_matters(a));
 	cJSON *ps = cJSON_AddArrayToObject(f, "pinning_stacks");
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		const struct pin_group *g = &a->pins[i];
@@ -389,9 +369,8 @@ static cJSON *fragmentation(const struct analysis *a)
 		num(o, "blocks", (double)g->blocks);
 		num(o, "live_bytes", (double)g->live_bytes);
 		num_if(o, "stack_id", g->id < PIN_UNPROBED, (double)g->id);
-		struct stack_growth tmp = { .frames = g->frames,
-					    .nframes = g->nframes };
-		cJSON_AddItemToObject(o, "frames", frames(&tmp));
+		cJSON_AddItemToObject(o, "frames",
+				      frames(g->frames, g->nframes));
 		cJSON_AddItemToArray(ps, o);
 	}
 	return f;
@@ -401,7 +380,7 @@ static cJSON *stacks(const struct analysis *a)
 {
 	cJSON *v = cJSON_CreateArray();
 	for (size_t i = 0; i < a->shown; i++) {
-		const struct stack_growth *s = &a->stacks[i];
+		const struct stack_growth *s = &a->ranked[i];
 		cJSON *o = stack(s, i + 1);
 		if (a->by_site) {
 			cJSON *paths = cJSON_AddArrayToObject(o, "paths");
@@ -432,7 +411,7 @@ static cJSON *report(const struct analysis *a)
 	cJSON_AddItemToObject(root, "batches", batches(a));
 	cJSON_AddItemToObject(root, "growth", growth(a));
 	cJSON_AddStringToObject(root, "verdict",
-				verdict_name(a->verdict.verdict));
+				words_verdict(a->verdict.verdict));
 	cJSON_AddStringToObject(root, "verdict_reason", a->verdict.text);
 	cJSON_AddStringToObject(root, "stack_grouping",
 				a->by_site ? "site" : "stack");
@@ -441,22 +420,15 @@ static cJSON *report(const struct analysis *a)
 	return root;
 }
 
-/* Prints root to path ("-": stdout), the series of a[0, n) in their
- * places, and frees root. */
+/* Prints root to f, the series of a[0, n) in their places, and frees
+ * root; dest names f in messages. */
 static int write_doc(cJSON *root, struct analysis *const *a, size_t n,
-		     const char *path)
+		     FILE *f, const char *dest)
 {
 	int rc = -1;
-	FILE *f = NULL;
 	char *text = root ? cJSON_Print(root) : NULL;
 	if (!text) {
 		hs_error("out of memory");
-		goto out;
-	}
-	int to_stdout = !strcmp(path, "-");
-	f = to_stdout ? stdout : fopen(path, "w");
-	if (!f) {
-		hs_error("cannot create %s: %s", path, strerror(errno));
 		goto out;
 	}
 	hs_error("out of memory"); /* what write_series leaves unset */
@@ -476,23 +448,22 @@ static int write_doc(cJSON *root, struct analysis *const *a, size_t n,
 	goto out;
 write_error:
 	if (ferror(f))
-		hs_error("cannot write %s: %s", to_stdout ? "stdout" : path,
-			 strerror(errno));
+		hs_error("cannot write %s: %s", dest, strerror(errno));
 out:
-	if (f && f != stdout && fclose(f) != 0 && rc == 0)
-		rc = hs_error("cannot write %s: %s", path, strerror(errno));
 	cJSON_free(text);
 	cJSON_Delete(root);
 	return rc;
 }
 
-int json_write(const struct analysis *a, const char *path)
+int json_write(FILE *f, const struct analysis *a,
+	       const struct report_opts *o)
 {
 	struct analysis *const one[] = { (struct analysis *)a };
-	return write_doc(report(a), one, 1, path);
+	return write_doc(report(a), one, 1, f, o->dest);
 }
 
-int json_write_many(struct analysis *const *a, size_t n, const char *path)
+int json_write_many(FILE *f, struct analysis *const *a, size_t n,
+		    const struct report_opts *o)
 {
 	cJSON *root = cJSON_CreateObject();
 	if (root) {
@@ -501,5 +472,5 @@ int json_write_many(struct analysis *const *a, size_t n, const char *path)
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(v, report(a[i]));
 	}
-	return write_doc(root, a, n, path);
+	return write_doc(root, a, n, f, o->dest);
 }

@@ -1,0 +1,20 @@
+/* The writers of report.c's table, one file each. */
+#ifndef HS_WRITERS_H
+#define HS_WRITERS_H
+
+#include "report.h"
+
+/* text.c: the terminal report, read top-down. */
+int text_write(FILE *out, const struct analysis *a,
+	       const struct report_opts *o);
+/* compare.c: several traces' growth figures, one line each. */
+int compare_write(FILE *out, struct analysis *const *v, size_t n,
+		  const struct report_opts *o);
+/* json.c: schema "heapslope.report/1" (heapslope-report(5)), and several
+ * reports side by side, schema "heapslope.comparison/1". */
+int json_write(FILE *out, const struct analysis *a,
+	       const struct report_opts *o);
+int json_write_many(FILE *out, struct analysis *const *v, size_t n,
+		    const struct report_opts *o);
+
+#endif
