@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
 #include "growth.h"
@@ -402,7 +402,7 @@ struct analysis *analysis_create(const char *path,
 	a->bad_stack_refs = stacks_bad_refs(a->stacks);
 	a->distinct_stacks = stacks_count(a->stacks);
 	size_t batches = a->series.n;
-	stacks_finish(a->stacks, (uint32_t)batches);
+	stacks_close(a->stacks, (uint32_t)batches);
 	a->warmup_auto = o->warmup < 0;
 	a->warmup = o->warmup < 0 ? regress_auto_warmup(batches)
 				  : (size_t)o->warmup;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/error.h"
+#include "base/error.h"
 #include "replay.h"
 
 /* glibc's non-main heaps are HEAP_MAX_SIZE = 64 MiB, aligned to it. */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/bigmem.h"
-#include "format/error.h"
+#include "base/bigmem.h"
+#include "base/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
 #include "stacks.h"

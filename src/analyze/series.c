@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
 #include "replay.h"

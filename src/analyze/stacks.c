@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/bigmem.h"
-#include "format/error.h"
+#include "base/bigmem.h"
+#include "base/error.h"
 #include "replay.h"
 #include "symbols.h"
 
@@ -280,7 +280,7 @@ const struct replay_consumer stacks_consumer = {
 	.block_drop = block_drop,
 };
 
-void stacks_finish(struct stacks *s, uint32_t batches)
+void stacks_close(struct stacks *s, uint32_t batches)
 {
 	for (size_t i = 0; i < s->nslots; i++)
 		flush(&s->slots[i].acc, batches, s->from);

@@ -78,7 +78,7 @@ void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
  * struct stacks. */
 extern const struct replay_consumer stacks_consumer;
 /* Closes the sums after `batches` marks: call once, at the end. */
-void stacks_finish(struct stacks *s, uint32_t batches);
+void stacks_close(struct stacks *s, uint32_t batches);
 
 uint64_t stacks_bad_refs(const struct stacks *s);
 /* The stack id of a slot. */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "debugfile.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 
 #define BUILD_ID_MAX 64

@@ -2,7 +2,7 @@
 
 #include <stdio.h>
 
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 
 #define EVENTS_AT_ONCE 256 /* decoded per reader_events call */

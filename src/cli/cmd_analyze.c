@@ -8,7 +8,7 @@
 
 #include "analyze/analysis.h"
 #include "commands.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "report/report.h"
 
 #define TOP_DEFAULT 10
@@ -127,8 +127,8 @@ static struct analysis *run_one(const char *path,
 			a->stopped);
 	else if (!a->complete)
 		fprintf(stderr, "heapslope analyze: %s is incomplete (%s); "
-				"analyzed up to its last complete frame\n",
-			path, a->truncated ? "cut inside a frame"
+				"analyzed up to its last complete chunk\n",
+			path, a->truncated ? "cut inside a chunk"
 					   : "no end record: killed?");
 	return a;
 }

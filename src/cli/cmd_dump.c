@@ -6,7 +6,7 @@
 
 #include "analyze/walk.h"
 #include "commands.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 #include "format/records.h"
 #include "report/words.h"
@@ -153,7 +153,7 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 	printf("modules: %" PRIu64 "\n", s->modules);
 	printf("events: %" PRIu64 "\n", s->events);
 	printf("duration_s: %.3f\n", s->last_time / 1e9);
-	printf("frames: %" PRIu64 "\n", e->chunks);
+	printf("chunks: %" PRIu64 "\n", e->chunks);
 	printf("bytes: %" PRIu64 "\n", e->bytes);
 	printf("complete: %s\n", s->complete ? "yes" : "no");
 	if (s->stop_reason[0])

@@ -8,7 +8,7 @@
 #include <zstd.h>
 
 #include "encoder.h"
-#include "error.h"
+#include "../base/error.h"
 
 static int ends_on_chunk(int fd, off_t size)
 {

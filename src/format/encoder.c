@@ -4,7 +4,7 @@
 
 #include "columns.h"
 
-static void put_bytes(struct hs_hdr_buf *h, unsigned key, const void *v,
+static void put_bytes(struct hs_header_buf *h, unsigned key, const void *v,
 		      size_t n)
 {
 	if (h->overflow || h->len + n + 2 * HS_VARINT_MAX > h->cap) {
@@ -17,18 +17,18 @@ static void put_bytes(struct hs_hdr_buf *h, unsigned key, const void *v,
 	h->len = (size_t)(p - h->buf);
 }
 
-void hdr_put_u64(struct hs_hdr_buf *h, unsigned key, uint64_t v)
+void header_put_u64(struct hs_header_buf *h, unsigned key, uint64_t v)
 {
 	uint8_t tmp[HS_VARINT_MAX];
 	put_bytes(h, key, tmp, (size_t)(varint_put(tmp, v) - tmp));
 }
 
-void hdr_put_str(struct hs_hdr_buf *h, unsigned key, const char *s)
+void header_put_str(struct hs_header_buf *h, unsigned key, const char *s)
 {
 	put_bytes(h, key, s, strlen(s));
 }
 
-size_t hdr_finish(const struct hs_hdr_buf *h, uint8_t *dst, size_t cap)
+size_t header_write(const struct hs_header_buf *h, uint8_t *dst, size_t cap)
 {
 	if (h->overflow || cap < HS_PREAMBLE_LEN + h->len)
 		return 0;
@@ -56,10 +56,10 @@ size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
 {
 	uint8_t *cols = work, *scratch = work + columns_bound(n);
 	size_t c = columns_encode(rows, n, cols, columns_bound(n), scratch);
-	return c ? chunk_frame(cctx, cols, c, dst, cap) : 0;
+	return c ? chunk_pack(cctx, cols, c, dst, cap) : 0;
 }
 
-size_t chunk_frame(struct ZSTD_CCtx_s *cctx, const void *src, size_t n,
+size_t chunk_pack(struct ZSTD_CCtx_s *cctx, const void *src, size_t n,
 		   void *dst, size_t cap)
 {
 	uint8_t *d = dst;

@@ -206,16 +206,16 @@ static inline uint8_t *enc_ext(uint8_t *p, uint64_t type, const void *payload,
 }
 
 /* A header under construction, in a caller-owned buffer. */
-struct hs_hdr_buf {
+struct hs_header_buf {
 	uint8_t *buf;
 	size_t len, cap;
 	int overflow;
 };
 
-void hdr_put_u64(struct hs_hdr_buf *h, unsigned key, uint64_t v);
-void hdr_put_str(struct hs_hdr_buf *h, unsigned key, const char *s);
+void header_put_u64(struct hs_header_buf *h, unsigned key, uint64_t v);
+void header_put_str(struct hs_header_buf *h, unsigned key, const char *s);
 /* Writes preamble + body into dst; returns its length or 0 if too small. */
-size_t hdr_finish(const struct hs_hdr_buf *h, uint8_t *dst, size_t cap);
+size_t header_write(const struct hs_header_buf *h, uint8_t *dst, size_t cap);
 
 /* Frames n bytes of records (rows) as one chunk in dst: transposes them
  * into columns (see columns.h) in work, of chunk_work_size(n) bytes, then
@@ -227,7 +227,7 @@ size_t chunk_work_size(size_t n);
 size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
 		    void *dst, size_t cap, uint8_t *work);
 /* The same for a payload already in columns (n bytes). */
-size_t chunk_frame(struct ZSTD_CCtx_s *cctx, const void *payload, size_t n,
+size_t chunk_pack(struct ZSTD_CCtx_s *cctx, const void *payload, size_t n,
 		   void *dst, size_t cap);
 
 #endif

@@ -10,9 +10,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "bigmem.h"
+#include "../base/bigmem.h"
 #include "columns.h"
-#include "error.h"
+#include "../base/error.h"
 #include "records.h"
 #include "varint.h"
 

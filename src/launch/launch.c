@@ -16,7 +16,7 @@
 
 #include "child.h"
 #include "format/append.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "libraries.h"
 #include "paths.h"
 #include "program.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "contract.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "paths.h"
 
 #ifndef HS_LIBDIR

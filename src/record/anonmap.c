@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 
 /* Sorted, disjoint [start, end) ranges. */
 struct range {

@@ -4,7 +4,7 @@
  * fills.  Allocating threads only copy bytes. */
 #include <string.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 #include "internal.h"
 
 static struct {

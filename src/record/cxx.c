@@ -193,6 +193,8 @@ static void record(unsigned fn, const void *p, size_t size,
  * Inner frames have run their cleanups, still busy, as in a normal call.
  * The exception object, allocated meanwhile, is recorded too, or its free
  * would have no allocation: the noted block that holds it. */
+int hs_cxx_personality(int version, int actions, uint64_t cls, const void *ue,
+		       void *ctx); /* named by the .cfi_personality above */
 __attribute__((visibility("hidden"), used)) int
 hs_cxx_personality(int version, int actions, uint64_t cls, const void *ue,
 		   void *ctx)
@@ -303,6 +305,28 @@ INLINE void cxx_delete(enum op id, enum shape s, void *p, size_t n,
 	busy_leave(t);
 	errno = e;
 }
+
+/* The operators, by their mangled names: no C header declares them. */
+void *_Znwm(size_t n);
+void *_Znam(size_t n);
+void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt);
+void *_ZnamRKSt9nothrow_t(size_t n, const void *nt);
+void *_ZnwmSt11align_val_t(size_t n, size_t al);
+void *_ZnamSt11align_val_t(size_t n, size_t al);
+void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt);
+void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt);
+void _ZdlPv(void *p);
+void _ZdaPv(void *p);
+void _ZdlPvm(void *p, size_t n);
+void _ZdaPvm(void *p, size_t n);
+void _ZdlPvRKSt9nothrow_t(void *p, const void *nt);
+void _ZdaPvRKSt9nothrow_t(void *p, const void *nt);
+void _ZdlPvSt11align_val_t(void *p, size_t al);
+void _ZdaPvSt11align_val_t(void *p, size_t al);
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t al);
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t al);
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt);
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt);
 
 #define CALLER __builtin_return_address(0)
 

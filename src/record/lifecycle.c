@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 #include "internal.h"
 #include "records.h"
 #include "stacks.h"

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "../format/encoder.h"
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 
 #define MAX_MODULES 8192
 #define POOL_BYTES (2u << 20)

@@ -10,7 +10,7 @@
 
 #define HEAPSLOPE_RECORDER
 #include "../include/heapslope.h"
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 #include "interpose.h"
 #include "recorder.h"
 #include "unwind.h"

@@ -258,6 +258,11 @@ EXPORT sighandler_t signal(int sig, sighandler_t h)
 	return install(sig, h, SA_RESTART, 1);
 }
 
+/* bsd_signal and __longjmp_chk: exported by glibc, declared by no
+ * header of it */
+sighandler_t bsd_signal(int sig, sighandler_t h);
+void __longjmp_chk(jmp_buf env, int val) __attribute__((noreturn));
+
 EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
 	return signal(sig, h);

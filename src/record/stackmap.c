@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 
 struct slot {
 	uintptr_t ip;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 #include "internal.h"
 #include "stackmap.h"
 

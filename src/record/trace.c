@@ -286,38 +286,38 @@ int trace_write_header(unsigned options)
 {
 	static uint8_t body[60000], out[60000 + HS_PREAMBLE_LEN];
 	static char exe[4096];
-	struct hs_hdr_buf h = { body, 0, sizeof(body), 0 };
+	struct hs_header_buf h = { body, 0, sizeof(body), 0 };
 	struct timespec rt;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
 	clock_gettime(CLOCK_REALTIME, &rt);
-	hdr_put_u64(&h, HS_HDR_PID, (uint64_t)getpid());
-	hdr_put_u64(&h, HS_HDR_PPID, (uint64_t)getppid());
-	hdr_put_str(&h, HS_HDR_EXE, exe);
-	hdr_put_u64(&h, HS_HDR_START_REALTIME,
+	header_put_u64(&h, HS_HDR_PID, (uint64_t)getpid());
+	header_put_u64(&h, HS_HDR_PPID, (uint64_t)getppid());
+	header_put_str(&h, HS_HDR_EXE, exe);
+	header_put_u64(&h, HS_HDR_START_REALTIME,
 		    (uint64_t)rt.tv_sec * 1000000000ull +
 			    (uint64_t)rt.tv_nsec);
-	hdr_put_u64(&h, HS_HDR_START_MONOTONIC, hs_rec.start_ns);
-	hdr_put_u64(&h, HS_HDR_PAGE_SIZE, (uint64_t)getpagesize());
-	hdr_put_u64(&h, HS_HDR_DEPTH, (uint64_t)hs_settings.depth);
-	hdr_put_u64(&h, HS_HDR_OPTIONS, options);
-	hdr_put_str(&h, HS_HDR_VERSION, HS_VERSION);
-	hdr_put_u64(&h, HS_HDR_INTERVAL, (uint64_t)hs_settings.interval_ms);
-	hdr_put_str(&h, HS_HDR_UNWIND, unwind_name());
-	hdr_put_str(&h, HS_HDR_ALLOCATOR, hs_env.allocator);
-	hdr_put_u64(&h, HS_HDR_HEAP_START, heap_start());
+	header_put_u64(&h, HS_HDR_START_MONOTONIC, hs_rec.start_ns);
+	header_put_u64(&h, HS_HDR_PAGE_SIZE, (uint64_t)getpagesize());
+	header_put_u64(&h, HS_HDR_DEPTH, (uint64_t)hs_settings.depth);
+	header_put_u64(&h, HS_HDR_OPTIONS, options);
+	header_put_str(&h, HS_HDR_VERSION, HS_VERSION);
+	header_put_u64(&h, HS_HDR_INTERVAL, (uint64_t)hs_settings.interval_ms);
+	header_put_str(&h, HS_HDR_UNWIND, unwind_name());
+	header_put_str(&h, HS_HDR_ALLOCATOR, hs_env.allocator);
+	header_put_u64(&h, HS_HDR_HEAP_START, heap_start());
 	const char *owner = malloc_owner();
 	if (owner)
-		hdr_put_str(&h, HS_HDR_MALLOC_OWNER, owner);
+		header_put_str(&h, HS_HDR_MALLOC_OWNER, owner);
 	for (int i = 0; i < hs_rec.argc && hs_rec.argv && hs_rec.argv[i]; i++) {
-		struct hs_hdr_buf keep = h;
-		hdr_put_str(&h, HS_HDR_ARG, hs_rec.argv[i]);
+		struct hs_header_buf keep = h;
+		header_put_str(&h, HS_HDR_ARG, hs_rec.argv[i]);
 		if (h.overflow) { /* a huge argv: keep what fits */
 			h = keep;
 			break;
 		}
 	}
-	size_t len = hdr_finish(&h, out, sizeof(out));
+	size_t len = header_write(&h, out, sizeof(out));
 	T.file_off = len;
 	if (!len || write_all(T.fd, out, len)) {
 		fail_path("write", len ? errno : 0);

@@ -446,6 +446,8 @@ static int walk_from(struct shadow *sh, struct walk *w, uintptr_t slot,
 
 /* Entered by a jump from hs_fast_entry, so that this function's own return
  * address sits in slot: the caller's frame is where the walk begins. */
+int hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
+		 uint64_t *key, uintptr_t slot, uintptr_t fp);
 __attribute__((visibility("hidden"), used)) int
 hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
 	     uint64_t *key, uintptr_t slot, uintptr_t fp)

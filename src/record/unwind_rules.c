@@ -13,7 +13,7 @@
 #include <link.h>
 #include <stddef.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 #include "unwind.h"
 #include "unwind_cfi.h"
 

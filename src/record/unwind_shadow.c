@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 #include "guard.h"
 #include "unwind_rules.h"
 

@@ -5,7 +5,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_initStaticCCtx */
 #include <zstd.h>
 
-#include "../format/rmem.h"
+#include "../base/rmem.h"
 #include "internal.h"
 
 #define ZSTD_LEVEL 1

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "analyze/analysis.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "words.h"
 #include "writers.h"
 

@@ -11,7 +11,7 @@
 
 #include "analyze/analysis.h"
 #include "analyze/symbols.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "words.h"
 #include "writers.h"
 

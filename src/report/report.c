@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "format/error.h"
+#include "base/error.h"
 #include "writers.h"
 
 static const struct report_format formats[] = {

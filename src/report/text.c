@@ -7,7 +7,7 @@
 
 #include "analyze/analysis.h"
 #include "analyze/symbols.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "words.h"
 #include "writers.h"
 
@@ -48,8 +48,8 @@ static void summary(FILE *o, const struct analysis *a)
 		a->duration_ns / 1e9,
 		a->complete ? "complete"
 		: a->truncated
-			? "INCOMPLETE: cut inside a frame, read up to the "
-			  "last whole frame"
+			? "INCOMPLETE: cut inside a chunk, read up to the "
+			  "last whole chunk"
 			: "INCOMPLETE: the process ended without closing it "
 			  "(killed?)");
 	if (a->stopped[0])

@@ -1,7 +1,7 @@
 """Bad input to `heapslope analyze`: missing, random, text, truncated,
 corrupt and future-version files get one line on stderr and exit 1, never
 a crash.  A trace cut short (a killed recorder) is the documented
-exception: it is analyzed up to its last complete frame, exit 0, with one
+exception: it is analyzed up to its last complete chunk, exit 0, with one
 line on stderr saying so and trace.complete false in the report."""
 import json
 import os
@@ -108,8 +108,8 @@ def test_damaged_traces():
                        "garbage after the last frame", want="corrupt")
         # a valid header and no frame: an empty, incomplete trace
         rep = incomplete(write_file(d, "noframes", data[:16 + blen]),
-                         "header without frames", "no end record")
-        check_eq(rep["trace"]["events"], 0, "header without frames: events")
+                         "header without chunks", "no end record")
+        check_eq(rep["trace"]["events"], 0, "header without chunks: events")
         # random damage: anything but a crash; failures in one line,
         # successes say the trace is incomplete or carry a valid report
         rng = random.Random(11)
@@ -148,27 +148,27 @@ def test_cut_traces():
               "the test needs at least 3 (2 of events and the end)")
         off, cs = ch[1]
         at_boundary = incomplete(write_file(d, "boundary", data[:off]),
-                                 "cut between frames", "no end record")
+                                 "cut between chunks", "no end record")
         mid = incomplete(write_file(d, "mid", data[:off + 12 + cs // 2]),
-                         "cut inside a frame", "cut inside a frame")
+                         "cut inside a chunk", "cut inside a chunk")
         in_header = incomplete(write_file(d, "inhdr", data[:off + 6]),
-                               "cut inside a frame header", "cut inside a frame")
+                               "cut inside a chunk header", "cut inside a chunk")
         first = incomplete(write_file(d, "first", data[:ch[0][0] + 100]),
-                           "cut inside the first frame", "cut inside a frame")
-        check_eq(first["trace"]["events"], 0, "cut inside the first frame: events")
+                           "cut inside the first chunk", "cut inside a chunk")
+        check_eq(first["trace"]["events"], 0, "cut inside the first chunk: events")
         n = at_boundary["trace"]["events"]
         check(0 < n < full["trace"]["events"],
               f"events up to the cut {n}, full trace {full['trace']['events']}")
         for rep, what in ((mid, "inside a frame"), (in_header, "inside a frame header")):
             check_eq(rep["trace"]["events"], n, f"cut {what}: events (the "
-                     "frames before the cut, as cut between frames)")
+                     "frames before the cut, as cut between chunks)")
             check_eq(rep["batches"]["count"], at_boundary["batches"]["count"],
                      f"cut {what}: batches.count")
             check_eq(rep["totals"], at_boundary["totals"], f"cut {what}: totals")
             if "truncated" in rep["trace"]:
                 check_eq(rep["trace"]["truncated"], True, f"cut {what}: trace.truncated")
         b = at_boundary["batches"]["count"]
-        check(0 < b < 30, f"cut between frames: {b} batches")
+        check(0 < b < 30, f"cut between chunks: {b} batches")
         # the leak is found in a cut trace too
         check_eq([f["function"] for f in at_boundary["stacks"][0]["frames"]][0],
                  "leak_activation_history", "cut trace: top stack")

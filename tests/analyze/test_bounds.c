@@ -13,7 +13,7 @@
 #include "analyze/series.h"
 #include "analyze/stacks.h"
 #include "analyze/symbols.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 
 #if defined(__SANITIZE_ADDRESS__)

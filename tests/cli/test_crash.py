@@ -81,7 +81,7 @@ def kill_after(seconds, extra_opts=(), flushed=True):
         else:
             fail(f"killed trace: no exit record from record: {s}")
         print(f"   killed after {seconds} s: {s['events']} events, "
-              f"{s['marks']} marks, {s['frames']} frames readable")
+              f"{s['marks']} marks, {s['chunks']} chunks readable")
 
 
 def test_sigkill():

@@ -46,10 +46,10 @@ static int is_trace(const uint8_t *data, size_t size)
 static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 {
 	uint8_t body[256], pre[HS_PREAMBLE_LEN + sizeof(body)];
-	struct hs_hdr_buf h = { body, 0, sizeof(body), 0 };
-	hdr_put_u64(&h, HS_HDR_PID, 42);
-	hdr_put_str(&h, HS_HDR_ARG, "fuzz");
-	size_t n = hdr_finish(&h, pre, sizeof(pre));
+	struct hs_header_buf h = { body, 0, sizeof(body), 0 };
+	header_put_u64(&h, HS_HDR_PID, 42);
+	header_put_str(&h, HS_HDR_ARG, "fuzz");
+	size_t n = header_write(&h, pre, sizeof(pre));
 	if (!n || fwrite(pre, 1, n, f) != n)
 		return -1;
 	if (!cctx) {
@@ -71,7 +71,7 @@ static int write_wrapped(FILE *f, const uint8_t *data, size_t size)
 					       parts[i][1], out, cap, work)
 				: 0;
 		if (!c && out)
-			c = chunk_frame(cctx, data + parts[i][0], parts[i][1],
+			c = chunk_pack(cctx, data + parts[i][0], parts[i][1],
 					out, cap);
 		free(work);
 		int ok = c && fwrite(out, 1, c, f) == c;

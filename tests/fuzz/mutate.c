@@ -7,7 +7,7 @@
 #include <zstd.h>
 
 #include "format/encoder.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 #include "format/records.h"
 
@@ -96,30 +96,30 @@ static int put_header(struct out *o, const struct hs_header *hd,
 		else if (rules[i].field == MF_OPTIONS)
 			h.options = changed(h.options, &rules[i]);
 	}
-	struct hs_hdr_buf b = { malloc(HS_HEADER_MAX), 0, HS_HEADER_MAX, 0 };
+	struct hs_header_buf b = { malloc(HS_HEADER_MAX), 0, HS_HEADER_MAX, 0 };
 	if (!b.buf)
 		return hs_error("out of memory");
-	hdr_put_u64(&b, HS_HDR_PID, h.pid);
-	hdr_put_u64(&b, HS_HDR_PPID, h.ppid);
+	header_put_u64(&b, HS_HDR_PID, h.pid);
+	header_put_u64(&b, HS_HDR_PPID, h.ppid);
 	if (h.exe)
-		hdr_put_str(&b, HS_HDR_EXE, h.exe);
+		header_put_str(&b, HS_HDR_EXE, h.exe);
 	for (int i = 0; i < h.argc; i++)
-		hdr_put_str(&b, HS_HDR_ARG, h.argv[i]);
-	hdr_put_u64(&b, HS_HDR_START_REALTIME, h.start_realtime_ns);
-	hdr_put_u64(&b, HS_HDR_START_MONOTONIC, h.start_monotonic_ns);
-	hdr_put_u64(&b, HS_HDR_PAGE_SIZE, h.page_size);
-	hdr_put_u64(&b, HS_HDR_DEPTH, h.depth);
-	hdr_put_u64(&b, HS_HDR_OPTIONS, h.options);
+		header_put_str(&b, HS_HDR_ARG, h.argv[i]);
+	header_put_u64(&b, HS_HDR_START_REALTIME, h.start_realtime_ns);
+	header_put_u64(&b, HS_HDR_START_MONOTONIC, h.start_monotonic_ns);
+	header_put_u64(&b, HS_HDR_PAGE_SIZE, h.page_size);
+	header_put_u64(&b, HS_HDR_DEPTH, h.depth);
+	header_put_u64(&b, HS_HDR_OPTIONS, h.options);
 	if (h.recorder_version)
-		hdr_put_str(&b, HS_HDR_VERSION, h.recorder_version);
-	hdr_put_u64(&b, HS_HDR_INTERVAL, h.interval_ms);
+		header_put_str(&b, HS_HDR_VERSION, h.recorder_version);
+	header_put_u64(&b, HS_HDR_INTERVAL, h.interval_ms);
 	if (h.unwind)
-		hdr_put_str(&b, HS_HDR_UNWIND, h.unwind);
+		header_put_str(&b, HS_HDR_UNWIND, h.unwind);
 	if (h.allocator)
-		hdr_put_str(&b, HS_HDR_ALLOCATOR, h.allocator);
-	hdr_put_u64(&b, HS_HDR_HEAP_START, h.heap_start);
+		header_put_str(&b, HS_HDR_ALLOCATOR, h.allocator);
+	header_put_u64(&b, HS_HDR_HEAP_START, h.heap_start);
 	int rc = reserve_out(o, HS_PREAMBLE_LEN + b.len);
-	size_t n = rc ? 0 : hdr_finish(&b, o->buf, o->cap);
+	size_t n = rc ? 0 : header_write(&b, o->buf, o->cap);
 	free(b.buf);
 	if (rc)
 		return -1;

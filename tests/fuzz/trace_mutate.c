@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/error.h"
+#include "base/error.h"
 #include "mutate.h"
 
 #define RULES_MAX 64

@@ -5,8 +5,10 @@
  * list per class); the arena is never returned.  Preloaded natively, and
  * given to `heapslope record --allocator` in the hostile tests. */
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>

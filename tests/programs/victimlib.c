@@ -2,6 +2,8 @@
  * stacks through its own code. */
 #include <stdlib.h>
 
+int victimlib_alloc(int n, void **out);
+
 __attribute__((visibility("default"), noinline)) int
 victimlib_alloc(int n, void **out)
 {

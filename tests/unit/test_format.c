@@ -10,8 +10,8 @@
 #include "check.h"
 #include "format/columns.h"
 #include "format/encoder.h"
-#include "format/error.h"
-#include "format/bigmem.h"
+#include "base/error.h"
+#include "base/bigmem.h"
 #include "format/reader.h"
 #include "format/varint.h"
 
@@ -58,19 +58,19 @@ static void write_chunks(const char *path, unsigned version,
 			 int chunks)
 {
 	uint8_t body[256], out[256 + HS_PREAMBLE_LEN];
-	struct hs_hdr_buf h = { body, 0, sizeof(body), 0 };
-	hdr_put_u64(&h, HS_HDR_PID, 42);
-	hdr_put_str(&h, HS_HDR_EXE, "/bin/victim");
-	hdr_put_str(&h, HS_HDR_ARG, "victim");
-	hdr_put_str(&h, HS_HDR_ARG, "--flag");
-	hdr_put_u64(&h, 999, 7); /* a field from the future: skipped */
-	size_t hl = hdr_finish(&h, out, sizeof(out));
+	struct hs_header_buf h = { body, 0, sizeof(body), 0 };
+	header_put_u64(&h, HS_HDR_PID, 42);
+	header_put_str(&h, HS_HDR_EXE, "/bin/victim");
+	header_put_str(&h, HS_HDR_ARG, "victim");
+	header_put_str(&h, HS_HDR_ARG, "--flag");
+	header_put_u64(&h, 999, 7); /* a field from the future: skipped */
+	size_t hl = header_write(&h, out, sizeof(out));
 	CHECK(hl > 0);
 	out[8] = (uint8_t)version;
 	ZSTD_CCtx *c = ZSTD_createCCtx();
 	size_t cap = chunk_bound(n);
 	uint8_t *chunk = malloc(cap), *work = malloc(chunk_work_size(n));
-	size_t cl = raw ? chunk_frame(c, recs, n, chunk, cap)
+	size_t cl = raw ? chunk_pack(c, recs, n, chunk, cap)
 		       : chunk_encode(c, recs, n, chunk, cap, work);
 	CHECK(cl > 0);
 	FILE *f = fopen(path, "wb");

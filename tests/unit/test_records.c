@@ -16,7 +16,7 @@
 #include "check.h"
 #include "format/columns.h"
 #include "format/encoder.h"
-#include "format/error.h"
+#include "base/error.h"
 #include "format/reader.h"
 #include "format/records.h"
 #include "format/varint.h"
@@ -228,12 +228,12 @@ struct trace {
 static void trace_begin(struct trace *t)
 {
 	uint8_t body[256];
-	struct hs_hdr_buf h = { body, 0, sizeof(body), 0 };
-	hdr_put_u64(&h, HS_HDR_PID, 42);
-	hdr_put_str(&h, HS_HDR_ARG, "prog");
+	struct hs_header_buf h = { body, 0, sizeof(body), 0 };
+	header_put_u64(&h, HS_HDR_PID, 42);
+	header_put_str(&h, HS_HDR_ARG, "prog");
 	/* a header field no reader knows yet: skipped */
-	hdr_put_str(&h, 999, "from a newer writer");
-	t->len = hdr_finish(&h, t->buf, sizeof(t->buf));
+	header_put_str(&h, 999, "from a newer writer");
+	t->len = header_write(&h, t->buf, sizeof(t->buf));
 	t->cctx = ZSTD_createCCtx();
 }
 

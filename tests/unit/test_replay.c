@@ -68,7 +68,7 @@ static struct stack_growth find(struct world *w, uint64_t id,
 {
 	struct stack_growth *g = NULL, out = { 0 };
 	size_t n = 0;
-	stacks_finish(w->st, batches);
+	stacks_close(w->st, batches);
 	CHECK(stacks_rank(w->st, 0, batches, 0, &g, &n) == 0);
 	for (size_t i = 0; i < n; i++)
 		if (g[i].id == id)
@@ -343,7 +343,7 @@ static void test_direct_and_generic(void)
 	for (int k = 0; k < 2; k++) {
 		heapmap_state(hm[k], &hs[k]);
 		heapmap_last_pins(hm[k], &pins[k], &npins[k]);
-		stacks_finish(st[k], rp[k]->batch);
+		stacks_close(st[k], rp[k]->batch);
 		CHECK(stacks_rank(st[k], 0, rp[k]->batch, 0, &g[k], &ng[k]) ==
 		      0);
 	}

@@ -82,8 +82,8 @@ static void one_run(int run)
 			for (int s = 0; s < STACKS; s++)
 				y[s][b] = (double)live[s];
 	}
-	stacks_finish(late, batches);
-	stacks_finish(early, batches);
+	stacks_close(late, batches);
+	stacks_close(early, batches);
 
 	struct stack_growth *g = NULL;
 	size_t n = 0;
