@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "trace_format.h"
 
@@ -77,6 +78,30 @@ struct hs_rec_desc {
 	 * the stored order (an index list ending in 0xff) */
 	uint8_t print_order[6];
 };
+
+/* A scalar field's value at base (a record, or an element of a group). */
+static inline uint64_t hs_field_get(const void *base, const struct hs_field *f)
+{
+	const uint8_t *src = (const uint8_t *)base + f->at;
+	uint64_t v = 0;
+	uint32_t w;
+	if (f->width == 8) {
+		memcpy(&v, src, 8);
+	} else if (f->width == 4) {
+		memcpy(&w, src, 4);
+		v = w;
+	}
+	return v;
+}
+
+/* A string field's length in rec. */
+static inline size_t hs_field_len(const struct hs_record *rec,
+				  const struct hs_field *f)
+{
+	size_t n;
+	memcpy(&n, (const uint8_t *)rec + f->len_at, sizeof(n));
+	return n;
+}
 
 /* The description of a tag, or NULL when the tag is not a record. */
 const struct hs_rec_desc *hs_rec_desc(unsigned tag);
