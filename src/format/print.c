@@ -61,8 +61,7 @@ static void print_field(FILE *o, const struct hs_field *f,
 	switch (f->type) {
 	case HS_F_STR: {
 		const char *s;
-		size_t n = hs_field_len(r, f);
-		memcpy(&s, (const uint8_t *)r + f->at, sizeof(s));
+		size_t n = hs_field_str(r, f, &s);
 		if (f->print == HS_P_STR) {
 			fprintf(o, " %s=", f->name);
 			hs_print_str(o, s, n);
@@ -86,10 +85,8 @@ static void print_field(FILE *o, const struct hs_field *f,
 	}
 	case HS_F_COUNT: {
 		const uint8_t *arr = (const uint8_t *)r + f->at;
-		unsigned n = f->max;
-		if (f->width)
-			memcpy(&n, (const uint8_t *)r + f->len_at, 4);
-		for (unsigned k = 0; k < n && k < f->max; k++) {
+		unsigned n = hs_field_count(r, f);
+		for (unsigned k = 0; k < n; k++) {
 			const uint8_t *el = arr + k * f->stride;
 			if (f->print == HS_P_SEG) {
 				const struct hs_segment *s = (const void *)el;

@@ -316,9 +316,8 @@ uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
 		const struct hs_field *f = &d->f[i];
 		switch (f->type) {
 		case HS_F_STR: {
-			const void *s;
-			size_t n = hs_field_len(rec, f);
-			memcpy(&s, (const uint8_t *)rec + f->at, sizeof(s));
+			const char *s;
+			size_t n = hs_field_str(rec, f, &s);
 			p = varint_put(p, n);
 			if (n)
 				memcpy(p, s, n);
@@ -327,11 +326,7 @@ uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
 		}
 		case HS_F_COUNT: {
 			const uint8_t *arr = (const uint8_t *)rec + f->at;
-			unsigned n = f->max;
-			if (f->width)
-				memcpy(&n, (const uint8_t *)rec + f->len_at, 4);
-			if (n > f->max)
-				n = f->max;
+			unsigned n = hs_field_count(rec, f);
 			p = varint_put(p, n);
 			for (unsigned k = 0; k < n; k++)
 				for (unsigned j = 0; j < f->group; j++)
@@ -341,7 +336,8 @@ uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
 			break;
 		}
 		case HS_F_FLAGS: {
-			uint64_t bits = hs_field_get(rec, f) & ((1ull << f->group) - 1);
+			uint64_t bits = hs_field_get(rec, f) &
+					((1ull << f->group) - 1);
 			const struct hs_field *g = f + 1;
 			p = varint_put(p, bits);
 			for (unsigned b = 0; b < f->group; b++) {
@@ -369,8 +365,9 @@ size_t hs_rec_bound(const struct hs_record *rec)
 		return n;
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct hs_field *f = &d->f[i];
+		const char *s;
 		if (f->type == HS_F_STR)
-			n += HS_VARINT_MAX + hs_field_len(rec, f);
+			n += HS_VARINT_MAX + hs_field_str(rec, f, &s);
 		else if (f->type == HS_F_COUNT)
 			n += HS_VARINT_MAX * (1 + (size_t)f->max * f->group);
 		else

@@ -94,13 +94,25 @@ static inline uint64_t hs_field_get(const void *base, const struct hs_field *f)
 	return v;
 }
 
-/* A string field's length in rec. */
-static inline size_t hs_field_len(const struct hs_record *rec,
-				  const struct hs_field *f)
+/* A string field's bytes in rec (*s) and their length. */
+static inline size_t hs_field_str(const struct hs_record *rec,
+				  const struct hs_field *f, const char **s)
 {
 	size_t n;
+	memcpy(s, (const uint8_t *)rec + f->at, sizeof(*s));
 	memcpy(&n, (const uint8_t *)rec + f->len_at, sizeof(n));
 	return n;
+}
+
+/* A group's elements in rec: the count it holds, or every element it
+ * has room for when it keeps no count. */
+static inline unsigned hs_field_count(const struct hs_record *rec,
+				      const struct hs_field *f)
+{
+	unsigned n = f->max;
+	if (f->width)
+		memcpy(&n, (const uint8_t *)rec + f->len_at, 4);
+	return n < f->max ? n : f->max;
 }
 
 /* The description of a tag, or NULL when the tag is not a record. */
