@@ -205,6 +205,66 @@ static inline uint8_t *enc_ext(uint8_t *p, uint64_t type, const void *payload,
 	return enc_str(p, payload, n);
 }
 
+/* The extensions this version writes (records.c has their fields): the
+ * payload is written in place, after room for its length. */
+static inline uint8_t *ext_begin(uint8_t *p, uint64_t type)
+{
+	*p++ = HS_REC_EXT;
+	return varint_put(p, type) + HS_VARINT_MAX;
+}
+
+static inline uint8_t *ext_end(uint8_t *payload, uint8_t *end)
+{
+	size_t n = (size_t)(end - payload);
+	uint8_t *p = varint_put(payload - HS_VARINT_MAX, n);
+	memmove(p, payload, n);
+	return p + n;
+}
+
+#define HS_MAP_MAX(path_len) (1 + 12 * HS_VARINT_MAX + (path_len))
+
+static inline uint8_t *enc_map(uint8_t *p, uint64_t addr, uint64_t len,
+			       uint64_t prot, uint64_t flags, unsigned kind,
+			       uint64_t dev, uint64_t ino, uint64_t offset,
+			       uint64_t stack, const char *path, size_t n)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_MAP), *q = payload;
+	const uint64_t v[] = { addr, len, prot, flags, kind, dev, ino, offset,
+			       stack };
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		q = varint_put(q, v[i]);
+	return ext_end(payload, enc_str(q, path, n));
+}
+
+#define HS_UNMAP_MAX (1 + 4 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_unmap(uint8_t *p, uint64_t addr, uint64_t len)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_UNMAP);
+	return ext_end(payload, varint_put(varint_put(payload, addr), len));
+}
+
+#define HS_REMAP_MAX (1 + 8 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_remap(uint8_t *p, uint64_t old, uint64_t old_len,
+				 uint64_t addr, uint64_t len, uint64_t flags,
+				 uint64_t stack)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_REMAP), *q = payload;
+	const uint64_t v[] = { old, old_len, addr, len, flags, stack };
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		q = varint_put(q, v[i]);
+	return ext_end(payload, q);
+}
+
+#define HS_EXITING_MAX (1 + 3 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_exiting(uint8_t *p, uint64_t t)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_EXITING);
+	return ext_end(payload, varint_put(payload, t));
+}
+
 /* A header under construction, in a caller-owned buffer. */
 struct hs_header_buf {
 	uint8_t *buf;

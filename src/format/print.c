@@ -151,6 +151,15 @@ void hs_rec_print(FILE *o, const struct hs_record *r)
 		fprintf(o, "record 0x%02x", r->tag);
 		return;
 	}
+	if (d->kind == HS_REC_EXT) { /* a known one by its own fields */
+		const struct hs_rec_desc *e = hs_ext_desc(r->ext_type);
+		if (!e) {
+			fprintf(o, "ext type=%" PRIu64 " bytes=%zu",
+				r->ext_type, r->ext_len);
+			return;
+		}
+		d = e;
+	}
 	print_word(o, d, r);
 	if (d->kind == HS_REC_MARK) { /* "batch", or the label */
 		if (r->mark_kind == HS_MARK_BATCH) {
@@ -170,6 +179,8 @@ void hs_rec_print(FILE *o, const struct hs_record *r)
 	}
 }
 
+static void layout_fields(FILE *o, const struct hs_rec_desc *d);
+
 static void layout_field(FILE *o, const struct hs_field *f)
 {
 	fputs(f->name, o);
@@ -183,6 +194,17 @@ void hs_rec_layout(FILE *o, const struct hs_rec_desc *d)
 {
 	fprintf(o, d->with_fn ? "0x%02x+F\t%s\t" : "0x%02x\t%s\t", d->kind,
 		d->title);
+	layout_fields(o, d);
+}
+
+void hs_ext_layout(FILE *o, const struct hs_rec_desc *d)
+{
+	fprintf(o, "%u\t%s\t", d->kind, d->title);
+	layout_fields(o, d);
+}
+
+static void layout_fields(FILE *o, const struct hs_rec_desc *d)
+{
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct hs_field *f = &d->f[i];
 		if (i)

@@ -60,8 +60,21 @@ struct hs_record {
 	unsigned end_reason;
 	uint64_t counts[HS_COUNT_MAX];
 	uint64_t wait_status;
-	/* HS_REC_EXT: its type; the payload is str, str_len */
+	/* HS_REC_EXT: its type and payload; a known type's fields are
+	 * decoded into the fields above (ptr, size, stack, str) and map */
 	uint64_t ext_type;
+	const uint8_t *ext;
+	size_t ext_len;
+	/* HS_EXT_MAP, HS_EXT_REMAP: ptr is the address, size the length;
+	 * HS_EXT_REMAP: old_ptr and map.old_size the old mapping;
+	 * HS_EXT_EXITING: time_ns */
+	struct hs_map_info {
+		uint64_t prot, flags; /* PROT_*, MAP_* (shmat: SHM_* flags) */
+		uint64_t kind;        /* HS_MAP_* */
+		uint64_t dev, ino;    /* the file's identity, 0 if none */
+		uint64_t offset;      /* in the file (shmat: the shm id) */
+		uint64_t old_size;
+	} map;
 };
 
 /* A heap event (kind >= HS_REC_ALLOC), as reader_events decodes it: the

@@ -101,9 +101,9 @@ static const struct hs_rec_desc descs[] = {
 	  ORDER_STORED },
 	{ HS_REC_EXT, "ext", 0, 2, {
 		REST("type", HS_P_DEC, ext_type),
-		{ .name = "bytes", .type = HS_F_STR, .column = HS_COL_REST,
-		  .print = HS_P_NONE, .width = 8, .at = AT(str),
-		  .len_at = AT(str_len) },
+		{ .name = "payload", .type = HS_F_STR, .column = HS_COL_REST,
+		  .print = HS_P_NONE, .width = 8, .at = AT(ext),
+		  .len_at = AT(ext_len) },
 	  }, ORDER_STORED },
 	{ HS_REC_ALLOC, "alloc", 1, 3, {
 		U64("size", HS_COL_SIZES, HS_P_DEC, size),
@@ -126,6 +126,61 @@ static const struct hs_rec_desc descs[] = {
 		U64("size", HS_COL_SIZES, HS_P_DEC, size),
 	  }, ORDER_STORED },
 };
+
+/* The payloads of the extension records this version knows, by type.
+ * Their fields are absolute (no deltas: a reader that skips the record
+ * must not lose track of the chunk's pointers and times).  A payload may
+ * hold more than its fields: a newer writer's, skipped. */
+static const char *const map_kinds[] = { "anon", "file", "shm", "memfd",
+					 "sysv", "other", NULL };
+
+static const struct hs_rec_desc ext_descs[] = {
+	{ HS_EXT_MAP, "map", 0, 10, {
+		REST("addr", HS_P_HEX, ptr),
+		REST("len", HS_P_DEC, size),
+		REST("prot", HS_P_HEX, map.prot),
+		REST("flags", HS_P_HEX, map.flags),
+		{ .name = "kind", .type = HS_F_UINT, .column = HS_COL_REST,
+		  .print = HS_P_ENUM, .width = 8, .at = AT(map.kind),
+		  .names = map_kinds },
+		REST("dev", HS_P_DEC, map.dev),
+		REST("ino", HS_P_DEC, map.ino),
+		REST("offset", HS_P_HEX, map.offset),
+		REST("stack", HS_P_DEC, stack),
+		STR("path", str, str_len),
+	  }, ORDER_STORED },
+	{ HS_EXT_UNMAP, "unmap", 0, 2, {
+		REST("addr", HS_P_HEX, ptr),
+		REST("len", HS_P_DEC, size),
+	  }, ORDER_STORED },
+	{ HS_EXT_REMAP, "remap", 0, 6, {
+		REST("old", HS_P_HEX, old_ptr),
+		REST("old_len", HS_P_DEC, map.old_size),
+		REST("addr", HS_P_HEX, ptr),
+		REST("len", HS_P_DEC, size),
+		REST("flags", HS_P_HEX, map.flags),
+		REST("stack", HS_P_DEC, stack),
+	  }, ORDER_STORED },
+	{ HS_EXT_EXITING, "exiting", 0, 1, {
+		REST("time", HS_P_NONE, time_ns),
+	  }, ORDER_STORED },
+};
+
+#define NEXT_DESCS (sizeof(ext_descs) / sizeof(ext_descs[0]))
+
+const struct hs_rec_desc *hs_ext_desc(uint64_t type)
+{
+	for (size_t i = 0; i < NEXT_DESCS; i++)
+		if (ext_descs[i].kind == type)
+			return &ext_descs[i];
+	return NULL;
+}
+
+const struct hs_rec_desc *hs_ext_descs(size_t *n)
+{
+	*n = NEXT_DESCS;
+	return ext_descs;
+}
 
 #define NDESCS (sizeof(descs) / sizeof(descs[0]))
 
@@ -278,6 +333,14 @@ int hs_rec_decode(const struct hs_rec_desc *d, struct hs_dec *st,
 				goto bad;
 		}
 	}
+	/* a known extension's fields, from its payload (deltas untouched) */
+	const struct hs_rec_desc *e;
+	if (d->kind == HS_REC_EXT && (e = hs_ext_desc(rec->ext_type))) {
+		struct hs_dec local = { 0 };
+		const uint8_t *q = rec->ext;
+		if (hs_rec_decode(e, &local, &q, rec->ext + rec->ext_len, rec))
+			goto bad;
+	}
 	*pp = p;
 	return 0;
 bad:
@@ -305,13 +368,10 @@ static uint8_t *put_scalar(const struct hs_field *f, struct hs_dec *st,
 }
 
 
-uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
-		       const struct hs_record *rec)
+/* The fields of d from rec, at p. */
+static uint8_t *put_fields(const struct hs_rec_desc *d, struct hs_dec *st,
+			   uint8_t *p, const struct hs_record *rec)
 {
-	const struct hs_rec_desc *d = hs_rec_desc(rec->tag);
-	if (!d)
-		return p;
-	*p++ = (uint8_t)rec->tag;
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct hs_field *f = &d->f[i];
 		switch (f->type) {
@@ -357,12 +417,31 @@ uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
 	return p;
 }
 
-size_t hs_rec_bound(const struct hs_record *rec)
+uint8_t *hs_rec_encode(struct hs_dec *st, uint8_t *p,
+		       const struct hs_record *rec)
 {
-	const struct hs_rec_desc *d = hs_rec_desc(rec->tag);
-	size_t n = 1;
+	const struct hs_rec_desc *d = hs_rec_desc(rec->tag), *e;
 	if (!d)
-		return n;
+		return p;
+	*p++ = (uint8_t)rec->tag;
+	if (d->kind != HS_REC_EXT || !(e = hs_ext_desc(rec->ext_type)))
+		return put_fields(d, st, p, rec);
+	/* a known extension: its payload from the fields, after room for
+	 * the type and the length, then moved behind them */
+	struct hs_dec local = { 0 };
+	uint8_t *q = p + 2 * HS_VARINT_MAX, *end = put_fields(e, &local, q, rec);
+	size_t n = (size_t)(end - q);
+	p = varint_put(p, rec->ext_type);
+	p = varint_put(p, n);
+	memmove(p, q, n);
+	return p + n;
+}
+
+/* Bytes the fields of d take at most for rec. */
+static size_t fields_bound(const struct hs_rec_desc *d,
+			   const struct hs_record *rec)
+{
+	size_t n = 0;
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct hs_field *f = &d->f[i];
 		const char *s;
@@ -374,5 +453,15 @@ size_t hs_rec_bound(const struct hs_record *rec)
 			n += HS_VARINT_MAX;
 	}
 	return n;
+}
+
+size_t hs_rec_bound(const struct hs_record *rec)
+{
+	const struct hs_rec_desc *d = hs_rec_desc(rec->tag), *e;
+	if (!d)
+		return 1;
+	if (d->kind == HS_REC_EXT && (e = hs_ext_desc(rec->ext_type)))
+		return 1 + 2 * HS_VARINT_MAX + fields_bound(e, rec);
+	return 1 + fields_bound(d, rec);
 }
 

@@ -119,6 +119,10 @@ static inline unsigned hs_field_count(const struct hs_record *rec,
 const struct hs_rec_desc *hs_rec_desc(unsigned tag);
 /* Every description, for tests and the manual's table. */
 const struct hs_rec_desc *hs_rec_descs(size_t *n);
+/* The same for the payloads of extension records (HS_EXT_*): kind is
+ * the type; NULL for a type this version does not know. */
+const struct hs_rec_desc *hs_ext_desc(uint64_t type);
+const struct hs_rec_desc *hs_ext_descs(size_t *n);
 
 /* Delta state of one chunk: pointers and times are deltas against the
  * previous one in the chunk, both 0 at its start. */
@@ -143,6 +147,8 @@ void hs_rec_print(FILE *out, const struct hs_record *rec);
 /* The description's row of heapslope-trace(5)'s table of records:
  * "0x10+F<TAB>alloc<TAB>size, stack, ptr (signed)". */
 void hs_rec_layout(FILE *out, const struct hs_rec_desc *d);
+/* The same for an extension's payload: "1<TAB>map<TAB>addr, len, ...". */
+void hs_ext_layout(FILE *out, const struct hs_rec_desc *d);
 /* A string as dump prints it: quoted, escaped. */
 void hs_print_str(FILE *out, const char *s, size_t n);
 

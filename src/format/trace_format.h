@@ -41,12 +41,37 @@ enum hs_hdr_key {
 				   * program calls, when it is not the
 				   * recorder's: nothing through it is
 				   * recorded */
+	HS_HDR_PYMALLOC = 16,   /* 1: `record` set PYTHONMALLOC=malloc for
+				 * the program (CPython's own allocator
+				 * replaced by malloc) */
 };
 
 enum hs_opt {
 	HS_OPT_MMAP = 1,    /* anonymous mmap/munmap/mremap are recorded */
 	HS_OPT_FORKED = 2,  /* this process was forked from a recorded one */
 	HS_OPT_EXECED = 4,  /* this image was exec'd by a recorded process */
+	HS_OPT_MAPS = 8,    /* every mapping the program makes is recorded
+			     * (HS_EXT_MAP...): anonymous and file-backed,
+			     * private and shared */
+};
+
+/* Types of extension records (HS_REC_EXT); a reader skips the others. */
+enum hs_ext_type {
+	HS_EXT_MAP = 1,     /* a mapping the program made (mmap, shmat) */
+	HS_EXT_UNMAP = 2,   /* a range given back (munmap; shmdt: len 0) */
+	HS_EXT_REMAP = 3,   /* mremap: a mapping moved or resized */
+	HS_EXT_EXITING = 4, /* the process began to exit (exit(), the end of
+			     * main): what follows is teardown */
+};
+
+/* What a mapping is backed by (the kind field of HS_EXT_MAP). */
+enum hs_map_kind {
+	HS_MAP_ANON = 0,   /* anonymous, private or shared */
+	HS_MAP_FILE = 1,   /* a regular file */
+	HS_MAP_SHM = 2,    /* POSIX shared memory: a file under /dev/shm */
+	HS_MAP_MEMFD = 3,  /* a memfd */
+	HS_MAP_SYSV = 4,   /* System V shared memory (shmat) */
+	HS_MAP_OTHER = 5,  /* a device, or a file of another kind */
 };
 
 /* Record tags.  Every record is one tag byte and its fields; integers are

@@ -56,6 +56,16 @@ static void test_table(void)
 		for (unsigned j = 0; j < all[i].nfields; j++)
 			CHECK(all[i].f[j].column < HS_COLUMNS);
 	}
+	/* extension payloads: absolute values only, no deltas */
+	all = hs_ext_descs(&n);
+	CHECK(n >= 4);
+	for (size_t i = 0; i < n; i++) {
+		CHECK(hs_ext_desc(all[i].kind) == &all[i]);
+		for (unsigned j = 0; j < all[i].nfields; j++)
+			CHECK(all[i].f[j].type == HS_F_UINT ||
+			      all[i].f[j].type == HS_F_STR);
+	}
+	CHECK(hs_ext_desc(0) == NULL && hs_ext_desc(999) == NULL);
 }
 
 /* The record decoded from rows (generic decoder). */
@@ -114,7 +124,13 @@ static void test_encoders(void)
 		p = enc_u64(p, HS_REC_EXIT, c);
 		p = enc_strrec(p, HS_REC_EXEC, "/bin/true", 9);
 		p = enc_strrec(p, HS_REC_STOP, "disk full", 9);
-		p = enc_ext(p, a, "\x01\x02\x03", 3);
+		/* a type this version does not know, then the known ones */
+		p = enc_ext(p, a < 100 ? a + 100 : a, "\x01\x02\x03", 3);
+		p = enc_map(p, a, b, 3, 0x22, HS_MAP_SHM, c, a, b, c,
+			    "/dev/shm/x", 10);
+		p = enc_unmap(p, b, c);
+		p = enc_remap(p, a, b, c, a, 1, b);
+		p = enc_exiting(p, c);
 		size_t n = (size_t)(p - mine);
 
 		/* decode with the table, encode again with it */
@@ -152,10 +168,26 @@ static void test_encoders(void)
 				CHECK(r.end_reason == HS_END_EXEC &&
 				      r.counts[HS_COUNT_MAX - 1] ==
 					      counts[HS_COUNT_MAX - 1]);
-			if (r.kind == HS_REC_EXT)
-				CHECK(r.ext_type == a && r.str_len == 3);
+			if (r.kind == HS_REC_EXT && r.ext_type >= 100)
+				CHECK(r.ext_len == 3);
+			if (r.kind == HS_REC_EXT && r.ext_type == HS_EXT_MAP)
+				CHECK(r.ptr == a && r.size == b &&
+				      r.map.prot == 3 && r.map.flags == 0x22 &&
+				      r.map.kind == HS_MAP_SHM &&
+				      r.map.dev == c && r.map.ino == a &&
+				      r.map.offset == b && r.stack == c &&
+				      r.str_len == 10);
+			if (r.kind == HS_REC_EXT && r.ext_type == HS_EXT_REMAP)
+				CHECK(r.old_ptr == a && r.map.old_size == b &&
+				      r.ptr == c && r.size == a &&
+				      r.map.flags == 1 && r.stack == b);
+			if (r.kind == HS_REC_EXT && r.ext_type == HS_EXT_UNMAP)
+				CHECK(r.ptr == b && r.size == c);
+			if (r.kind == HS_REC_EXT &&
+			    r.ext_type == HS_EXT_EXITING)
+				CHECK(r.time_ns == c);
 		}
-		CHECK(kinds == 20);
+		CHECK(kinds == 24);
 		CHECK((size_t)(t - table) == n);
 		CHECK(memcmp(mine, table, n) == 0);
 	}
@@ -320,6 +352,7 @@ static void test_newer(void)
 	enc_reset(&e);
 	trace_begin(&t);
 	p = enc_ext(p, 77, "payload", 7);
+	p = enc_ext(p, HS_EXT_UNMAP, "\x80\xe0\x01\x80\x20\x05", 6);
 	*p++ = HS_REC_SAMPLE;
 	p = enc_time(&e, p, 1000);
 	p = varint_put(p, 4096);
@@ -348,7 +381,16 @@ static void test_newer(void)
 			continue;
 		CHECK(reader_header(r)->pid == 42);
 		CHECK(reader_next(r, &rec) == 1 && rec.kind == HS_REC_EXT &&
-		      rec.ext_type == 77 && rec.str_len == 7);
+		      rec.ext_type == 77 && rec.ext_len == 7);
+		/* a known extension with fields a newer writer appended */
+		CHECK(reader_next(r, &rec) == 1 && rec.kind == HS_REC_EXT &&
+		      rec.ext_type == HS_EXT_UNMAP && rec.ptr == 0x7000 &&
+		      rec.size == 4096);
+		char line[128] = "";
+		FILE *m = fmemopen(line, sizeof(line) - 1, "w");
+		hs_rec_print(m, &rec);
+		fclose(m);
+		CHECK(!strcmp(line, "unmap addr=0x7000 len=4096"));
 		CHECK(reader_next(r, &rec) == 1 && rec.kind == HS_REC_SAMPLE &&
 		      rec.rss == 4096 && rec.brk == 0x5000 &&
 		      !rec.has_mallinfo && rec.time_ns == 1000);
@@ -373,18 +415,20 @@ static void add(char *dst, size_t cap, const char *s, size_t n)
 	}
 }
 
-/* The table of records in heapslope-trace(5) (its rows, with T{ T}
- * blocks joined) is the one the code has. */
-static void test_manual(const char *path)
+/* The rows of the manual's table under the heading section (T{ T}
+ * blocks joined), into man. */
+static void manual_table(const char *path, const char *section, char *man,
+			 size_t cap)
 {
 	FILE *f = fopen(path, "r");
-	char line[1024], man[8192] = "", want[8192] = "";
+	char line[1024];
 	int in = 0, block = 0, header = 0;
+	*man = 0;
 	CHECK(f != NULL);
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, ".SS Records", 11))
+		if (!strncmp(line, section, strlen(section)))
 			in = 1;
 		else if (in == 1 && !strncmp(line, ".TS", 3))
 			in = 2, header = 2; /* the format line, the titles */
@@ -393,26 +437,38 @@ static void test_manual(const char *path)
 		else if (in == 2 && header)
 			header--;
 		else if (in == 2 && !strcmp(line, "T}\n"))
-			block = 0, add(man, sizeof(man), "\n", 1);
+			block = 0, add(man, cap, "\n", 1);
 		else if (in == 2 && block)
-			add(man, sizeof(man), line, strcspn(line, "\n"));
+			add(man, cap, line, strcspn(line, "\n"));
 		else if (in == 2 && strstr(line, "T{\n"))
-			block = 1, add(man, sizeof(man), line, strlen(line) - 3);
+			block = 1, add(man, cap, line, strlen(line) - 3);
 		else if (in == 2)
-			add(man, sizeof(man), line, strlen(line));
+			add(man, cap, line, strlen(line));
 	}
 	fclose(f);
-	size_t n;
-	const struct hs_rec_desc *d = hs_rec_descs(&n);
-	FILE *m = fmemopen(want, sizeof(want) - 1, "w");
-	for (size_t i = 0; i < n; i++)
-		hs_rec_layout(m, &d[i]);
-	fclose(m);
-	CHECK(strlen(want) > 200);
-	if (strcmp(man, want) != 0) {
-		fprintf(stderr, "heapslope-trace(5)'s records:\n%s\nthe "
-				"code's:\n%s", man, want);
-		CHECK(!"the manual's table of records is the code's");
+}
+
+/* heapslope-trace(5)'s tables of records and of extension records are
+ * the code's. */
+static void test_manual(const char *path)
+{
+	static char man[8192], want[8192];
+	for (int ext = 0; ext < 2; ext++) {
+		size_t n;
+		const struct hs_rec_desc *d = ext ? hs_ext_descs(&n)
+						  : hs_rec_descs(&n);
+		manual_table(path, ext ? ".SS Extension records"
+				       : ".SS Records", man, sizeof(man));
+		FILE *m = fmemopen(want, sizeof(want) - 1, "w");
+		for (size_t i = 0; i < n; i++)
+			(ext ? hs_ext_layout : hs_rec_layout)(m, &d[i]);
+		fclose(m);
+		CHECK(strlen(want) > (ext ? 50 : 200));
+		if (strcmp(man, want) != 0) {
+			fprintf(stderr, "heapslope-trace(5):\n%s\nthe "
+					"code:\n%s", man, want);
+			CHECK(!"the manual's table is the code's");
+		}
 	}
 }
 
