@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "internal.h"
 #include "records.h"
@@ -14,8 +15,10 @@
  * batch.  In auto mode each call buys the right to the next one only
  * after MALLINFO_SPACING times its own duration, so that it costs at most
  * 1/MALLINFO_SPACING of the run: every mark of a program whose batches
- * are long enough, evenly spaced marks otherwise.  Marks on several
- * threads race on the times harmlessly (one extra call at worst). */
+ * are long enough, evenly spaced marks otherwise.  Its duration is the
+ * thread's CPU time in it: time the thread waited for a core (a loaded
+ * machine) or for an arena's lock does not cost the program.  Marks on
+ * several threads race on the times harmlessly (one extra call at worst). */
 #define MALLINFO_SPACING 50
 
 static uint64_t mallinfo_next_ns; /* auto: not before this time */
@@ -34,10 +37,18 @@ static int mallinfo_due(void)
 					   __ATOMIC_RELAXED);
 }
 
-static void mallinfo_spent(uint64_t start, uint64_t end)
+static void mallinfo_spent(uint64_t cpu_ns)
 {
-	__atomic_store_n(&mallinfo_next_ns, end + MALLINFO_SPACING * (end - start),
+	__atomic_store_n(&mallinfo_next_ns, now_ns() + MALLINFO_SPACING * cpu_ns,
 			 __ATOMIC_RELAXED);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* /proc/self/statm, kept open on a high descriptor.  It is opened when a
@@ -146,9 +157,9 @@ int sampler_take(struct sample *s, int with_mallinfo)
 	s->brk = end > 0 ? (uint64_t)end : 0;
 	s->has_mi = with_mallinfo && mallinfo_due();
 	if (s->has_mi) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = thread_cpu_ns();
 		s->mi = mallinfo2();
-		mallinfo_spent(t0, now_ns());
+		mallinfo_spent(thread_cpu_ns() - t0);
 	} else {
 		memset(&s->mi, 0, sizeof(s->mi));
 	}
