@@ -11,6 +11,7 @@
 #include "growth.h"
 #include "symbols.h"
 #include "walk.h"
+#include "writer_alive.h"
 
 /* Time windows beyond this many are a unit mistake (or a corrupt clock).
  * Times past WALK_TIME_MAX are refused, so below it the window
@@ -49,6 +50,8 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 {
 	a->format_version = h->version;
 	a->pid = h->pid;
+	a->ppid = h->ppid;
+	a->start_realtime_ns = h->start_realtime_ns;
 	a->argv = calloc((size_t)h->argc + 1, sizeof(*a->argv));
 	if (!a->argv)
 		return hs_error("out of memory");
@@ -394,6 +397,8 @@ struct analysis *analysis_create(const char *path,
 			goto fail;
 	}
 	a->totals = p.replay->t;
+	a->writing = !a->complete && !a->stopped[0] &&
+		     writer_alive_at(a->pid, a->start_realtime_ns);
 	/* the stacks and the symbols stay: every stack's frames can be had */
 	a->stacks = p.stacks;
 	a->symbols = p.symbols;

@@ -45,7 +45,8 @@ struct analysis {
 	/* the trace */
 	char *path;
 	unsigned format_version;
-	uint64_t pid;
+	uint64_t pid, ppid;
+	uint64_t start_realtime_ns; /* ns since the epoch; 0: unknown */
 	char **argv; /* NULL-terminated */
 	int argc;
 	char *exe;
@@ -53,6 +54,8 @@ struct analysis {
 	uint64_t wait_status;
 	int complete;      /* END record seen */
 	int truncated;     /* a partial last chunk was dropped */
+	int writing;       /* incomplete because its process still runs
+			    * (writer_alive.h): not killed */
 	int has_end;
 	unsigned end_reason;
 	char stopped[512];   /* recording stopped early: the recorder's reason */

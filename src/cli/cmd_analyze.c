@@ -1,5 +1,6 @@
 /* heapslope analyze: growth per batch, verdict and growing stacks. */
 #include <argp.h>
+#include <inttypes.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdio.h>
@@ -125,6 +126,11 @@ static struct analysis *run_one(const char *path,
 		fprintf(stderr, "heapslope analyze: %s: recording stopped early "
 				"(%s); analyzed up to there\n", path,
 			a->stopped);
+	else if (a->writing)
+		fprintf(stderr, "heapslope analyze: %s is incomplete: still "
+				"being written by process %" PRIu64 "; analyzed "
+				"up to its last complete chunk\n",
+			path, a->pid);
 	else if (!a->complete)
 		fprintf(stderr, "heapslope analyze: %s is incomplete (%s); "
 				"analyzed up to its last complete chunk\n",

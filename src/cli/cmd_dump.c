@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analyze/walk.h"
+#include "analyze/writer_alive.h"
 #include "commands.h"
 #include "base/error.h"
 #include "format/reader.h"
@@ -193,12 +194,15 @@ struct dump {
 	const struct dump_opts *o;
 	const struct hs_header *h;
 	struct stats s;
+	uint64_t pid, start_realtime_ns; /* the header's, after the walk */
 };
 
 static int on_header(void *ctx, const struct hs_header *h)
 {
 	struct dump *d = ctx;
 	d->h = h;
+	d->pid = h->pid;
+	d->start_realtime_ns = h->start_realtime_ns;
 	if (!d->o->stats)
 		print_header(h);
 	return 0;
@@ -241,6 +245,11 @@ int cmd_dump(int argc, char **argv)
 	} else if (d.s.stop_reason[0]) {
 		fprintf(stderr, "heapslope dump: %s: recording stopped early: "
 				"%s\n", o.path, d.s.stop_reason);
+	} else if (!d.s.complete &&
+		   writer_alive_at(d.pid, d.start_realtime_ns)) {
+		fprintf(stderr, "heapslope dump: %s is incomplete: still being "
+				"written by process %" PRIu64 "; read up to its "
+				"last flush\n", o.path, d.pid);
 	} else if (!d.s.complete) {
 		fprintf(stderr, "heapslope dump: %s is incomplete: the process "
 				"ended without closing it (killed?); read up to "

@@ -83,6 +83,9 @@ static struct hs_reader *open_stream(FILE *f, const char *path)
 	if (got < HS_MAGIC_LEN || memcmp(pre, HS_MAGIC, HS_MAGIC_LEN) != 0) {
 		if (ferror(r->f))
 			hs_error("cannot read %s: %s", path, strerror(errno));
+		else if (got == 0)
+			hs_error("%s is empty: not a heapslope trace (nothing "
+				 "was written to it)", path);
 		else
 			hs_error("%s is not a heapslope trace (bad magic)", path);
 		goto fail;

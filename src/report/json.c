@@ -132,6 +132,7 @@ static cJSON *trace(const struct analysis *a)
 	num(t, "events", (double)a->events);
 	cJSON_AddBoolToObject(t, "complete", a->complete);
 	cJSON_AddBoolToObject(t, "truncated", a->truncated);
+	cJSON_AddBoolToObject(t, "writing", a->writing);
 	str_or_null(t, "end_reason",
 		    a->has_end ? words_end_reason(a->end_reason) : NULL);
 	str_or_null(t, "stopped", a->stopped[0] ? a->stopped : NULL);

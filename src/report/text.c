@@ -47,6 +47,9 @@ static void summary(FILE *o, const struct analysis *a)
 	fprintf(o, "  trace     %" PRIu64 " events in %.3f s, %s\n", a->events,
 		a->duration_ns / 1e9,
 		a->complete ? "complete"
+		: a->writing
+			? "INCOMPLETE: still being written (its process is "
+			  "running), read up to the last whole chunk"
 		: a->truncated
 			? "INCOMPLETE: cut inside a chunk, read up to the "
 			  "last whole chunk"

@@ -483,3 +483,54 @@ def validate_report(d, what="report"):
         shown = "\n  ".join(s.errors[:30])
         fail(f"{what}: the report breaks the JSON contract "
              f"({len(s.errors)} problems):\n  {shown}")
+
+
+def _varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _varint_get(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << shift
+        shift += 7
+        if not c & 0x80:
+            return v, i
+
+
+HDR_PID, HDR_START_REALTIME, HDR_PYMALLOC = 1, 5, 16
+
+
+def rewrite_header(data, ints):
+    """The trace bytes data with its header's integer fields set as the
+    dict ints says ({key: value}; fields not there are added), the
+    rest of the trace as it was (heapslope-trace(5): a 16-byte preamble
+    whose last 4 bytes are the body's length, then key/length/value
+    varints)."""
+    blen = int.from_bytes(data[12:16], "little")
+    body, i, out, seen = data[16:16 + blen], 0, bytearray(), set()
+    while i < len(body):
+        key, i = _varint_get(body, i)
+        n, i = _varint_get(body, i)
+        val = body[i:i + n]
+        i += n
+        if key in ints:
+            seen.add(key)
+            val = _varint(ints[key])
+        out += _varint(key) + _varint(len(val)) + val
+    for key, v in ints.items():
+        if key not in seen:
+            val = _varint(v)
+            out += _varint(key) + _varint(len(val)) + val
+    return (data[:12] + len(out).to_bytes(4, "little") + bytes(out) +
+            data[16 + blen:])

@@ -8,9 +8,14 @@ import os
 import random
 import struct
 
-from analyze_common import (analyze_run, check, check_eq, fail, main, prog,
-                            record_trace, tmpdir, trace_chunks, trainsim,
-                            validate_report, write_file)
+import subprocess
+import time
+
+from analyze_common import (HDR_PID, HDR_START_REALTIME, HEAPSLOPE,
+                            analyze_run, check, check_eq, fail, main, prog,
+                            record_trace, rewrite_header, run, tmpdir,
+                            trace_chunks, trainsim, validate_report,
+                            write_file)
 
 PREFIX = "heapslope analyze: "
 
@@ -57,7 +62,14 @@ def test_not_traces():
         one_line_error(os.path.join(d, "missing.hst"), "missing file",
                        want="missing.hst")
         one_line_error(d, "a directory")
-        one_line_error(write_file(d, "empty", b""), "empty file", want="not a heapslope trace")
+        # an empty file is called empty, not a bad magic (issue 11)
+        line = one_line_error(write_file(d, "empty", b""), "empty file",
+                              want="is empty")
+        check("magic" not in line, f"empty file: {line!r} speaks of magic")
+        r = run([HEAPSLOPE, "dump", os.path.join(d, "empty")])
+        err = r.err.decode(errors="replace")
+        check(r.rc == 1 and "is empty" in err and "magic" not in err,
+              f"dump of an empty file: exit {r.rc}, stderr {err!r}")
         one_line_error(write_file(d, "text", b"heapslope trace? no.\n" * 50),
                        "text file", want="not a heapslope trace")
         for i in range(5):
@@ -110,6 +122,8 @@ def test_damaged_traces():
         rep = incomplete(write_file(d, "noframes", data[:16 + blen]),
                          "header without chunks", "no end record")
         check_eq(rep["trace"]["events"], 0, "header without chunks: events")
+        check_eq(rep["trace"]["writing"], False, "header without chunks "
+                 "(its process has ended): trace.writing")
         # random damage: anything but a crash; failures in one line,
         # successes say the trace is incomplete or carry a valid report
         rng = random.Random(11)
@@ -174,5 +188,55 @@ def test_cut_traces():
                  "leak_activation_history", "cut trace: top stack")
 
 
+def test_live_writer():
+    """A trace whose process still runs is "still being written", not
+    "killed?"; once the process is gone, or when its pid now names a
+    process started after the recording, it is the remains of a killed
+    one."""
+    with tmpdir() as d:
+        t = os.path.join(d, "live.hst")
+        rec = subprocess.Popen([HEAPSLOPE, "record", "-o", t, "--", "sleep",
+                                "6"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline and not (
+                    os.path.exists(t) and os.path.getsize(t) > 16):
+                time.sleep(0.05)
+            check(os.path.exists(t), "record wrote no trace within 4 s")
+            rep = incomplete(t, "trace of a running process",
+                             "still being written")
+            check_eq(rep["trace"]["writing"], True, "running: trace.writing")
+            r = analyze_run(t)
+            check("still being written" in r.out.decode(),
+                  "text report of a running process's trace:\n" +
+                  r.describe())
+            r = run([HEAPSLOPE, "dump", "--stats", t])
+            err = r.err.decode(errors="replace")
+            check(r.rc == 0 and "still being written" in err and
+                  "killed" not in err,
+                  f"dump of a trace being written: exit {r.rc}, {err!r}")
+            data = open(t, "rb").read()
+        finally:
+            rec.wait(timeout=30)
+        # the same bytes, the process gone: killed
+        incomplete(write_file(d, "dead", data), "trace of a dead process",
+                   "killed?")
+        # a live pid (ours) that was started after the recording began:
+        # a reused pid, not the writer
+        later = rewrite_header(data, {
+            HDR_PID: os.getpid(),
+            HDR_START_REALTIME: time.time_ns() - 3600 * 10**9})
+        rep = incomplete(write_file(d, "reused", later),
+                         "trace whose pid was reused", "killed?")
+        check_eq(rep["trace"]["writing"], False, "reused pid: trace.writing")
+        # our pid, recording begun after we started: alive
+        ours = rewrite_header(data, {HDR_PID: os.getpid(),
+                                     HDR_START_REALTIME: time.time_ns()})
+        incomplete(write_file(d, "ours", ours), "trace of this test's pid",
+                   "still being written")
+
+
 if __name__ == "__main__":
-    main([test_not_traces, test_damaged_traces, test_cut_traces])
+    main([test_not_traces, test_damaged_traces, test_cut_traces,
+          test_live_writer])
