@@ -21,10 +21,12 @@ struct analyze_opts {
 	size_t npaths;
 	const struct report_format *format; /* on stdout */
 	const char *json;                   /* a file, besides */
+	struct report_opts ro;              /* the text report's frames */
 };
 
 enum { OPT_JSON = 'j', OPT_FORMAT = 'f', OPT_BATCHES = 'b', OPT_WARMUP = 'w',
-       OPT_TOP = 'n', OPT_SITE = 's', OPT_DEBUGINFO = 0x100 };
+       OPT_TOP = 'n', OPT_SITE = 's', OPT_DEBUGINFO = 0x100,
+       OPT_FRAMES, OPT_RUNTIME_FRAMES, OPT_FULL_NAMES };
 
 static const struct argp_option options[] = {
 	{ "format", OPT_FORMAT, "FORMAT", 0,
@@ -45,6 +47,17 @@ static const struct argp_option options[] = {
 	{ "group-by-site", OPT_SITE, NULL, 0,
 	  "Group stacks by allocation site (innermost frame), with the paths "
 	  "that reach it underneath", 0 },
+	{ "frames", OPT_FRAMES, "N", 0,
+	  "Show N frames per stack in the text report (default 12; 0: all)",
+	  0 },
+	{ "runtime-frames", OPT_RUNTIME_FRAMES, NULL, 0,
+	  "Show the allocator's and runtimes' own frames at the top of "
+	  "stacks in the text report (malloc, operator new, container "
+	  "growth, the recorder's hooks, CPython's PyMem_/PyObject_ "
+	  "allocators): left out by default", 0 },
+	{ "full-names", OPT_FULL_NAMES, NULL, 0,
+	  "Show C++ template arguments in full in the text report (by "
+	  "default lists longer than 16 characters show as <...>)", 0 },
 	{ "debuginfo-path", OPT_DEBUGINFO, "DIR", 0,
 	  "Also look for separate debug files in DIR (by build-id under "
 	  "DIR/.build-id, and by name)", 0 },
@@ -84,6 +97,17 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SITE:
 		o->a.group_by_site = 1;
+		break;
+	case OPT_FRAMES:
+		if (parse_long(arg, 0, 1000000L, &v))
+			argp_error(state, "--frames: '%s' is not a count", arg);
+		o->ro.frames = v ? v : -1;
+		break;
+	case OPT_RUNTIME_FRAMES:
+		o->ro.runtime_frames = 1;
+		break;
+	case OPT_FULL_NAMES:
+		o->ro.full_names = 1;
 		break;
 	case OPT_DEBUGINFO:
 		o->a.debuginfo_path = arg;
@@ -143,7 +167,7 @@ static struct analysis *run_one(const char *path,
 static int write_reports(const struct analyze_opts *o,
 			 struct analysis *const *v)
 {
-	struct report_opts ro = { 0 };
+	struct report_opts ro = o->ro;
 	if (o->json &&
 	    report_write(report_format("json"), v, o->npaths, o->json, &ro))
 		return -1;

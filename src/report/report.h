@@ -13,6 +13,11 @@ struct report_opts {
 	int utf8;         /* the text may use non-ASCII characters */
 	const char *dest; /* where the output goes, for messages: set by
 			   * report_write */
+	/* the text report's frames (heapslope-analyze(1)) */
+	long frames;        /* per stack: 0 the default (12), < 0 all */
+	int runtime_frames; /* show the allocator's and runtimes' frames at
+			     * the top of stacks */
+	int full_names;     /* C++ template arguments unshortened */
 };
 
 struct report_format {

@@ -8,6 +8,7 @@
 #include "analyze/analysis.h"
 #include "analyze/symbols.h"
 #include "base/error.h"
+#include "frame_names.h"
 #include "words.h"
 #include "writers.h"
 
@@ -258,30 +259,58 @@ static void series(FILE *o, const struct analysis *a, int utf8)
 }
 
 static void frames(FILE *o, const struct frame *v, size_t n,
-		   const char *indent)
+		   const char *indent, const struct report_opts *ro)
 {
 	if (!n) {
 		fprintf(o, "%s(no frames recorded)\n", indent);
 		return;
 	}
-	for (size_t i = 0; i < n && i < FRAMES_SHOWN; i++) {
+	size_t from = ro->runtime_frames ? 0 : frames_runtime_prefix(v, n);
+	size_t shown = ro->frames < 0    ? n - from
+		       : ro->frames == 0 ? FRAMES_SHOWN
+					 : (size_t)ro->frames;
+	if (shown > n - from)
+		shown = n - from;
+	for (size_t i = from; i < from + shown; i++) {
 		const struct frame *f = &v[i];
-		char where[64];
+		char where[64], name[512];
 		if (f->module)
 			snprintf(where, sizeof(where), "%s+0x%" PRIx64,
 				 words_file(f->module), f->offset);
 		else
 			snprintf(where, sizeof(where), "0x%" PRIx64,
 				 f->address);
-		fprintf(o, "%s%s", indent, f->function ? f->function : where);
+		const char *fn = f->function;
+		if (fn && !ro->full_names)
+			fn = name_shorten(fn, ro->utf8, name, sizeof(name));
+		fprintf(o, "%s%s", indent, fn ? fn : where);
 		if (f->file)
 			fprintf(o, "  %s:%u", words_file(f->file), f->line);
 		else if (f->function)
 			fprintf(o, "  (%s)", where);
 		fprintf(o, "%s\n", f->inlined ? "  [inlined]" : "");
 	}
-	if (n > FRAMES_SHOWN)
-		fprintf(o, "%s... %zu more frames\n", indent, n - FRAMES_SHOWN);
+	if (from + shown < n)
+		fprintf(o, "%s... %zu more frames\n", indent, n - from - shown);
+}
+
+/* Whether any stack shown had runtime frames left out, for the note. */
+static int runtime_hidden(const struct analysis *a)
+{
+	for (size_t i = 0; i < a->shown; i++) {
+		const struct stack_growth *g = &a->ranked[i];
+		if (frames_runtime_prefix(g->frames, g->nframes))
+			return 1;
+		for (size_t j = 0; j < g->npaths && j < a->paths_shown; j++)
+			if (frames_runtime_prefix(g->paths[j].frames,
+						  g->paths[j].nframes))
+				return 1;
+	}
+	for (size_t i = 0; i < a->pins_shown; i++)
+		if (frames_runtime_prefix(a->pins[i].frames,
+					  a->pins[i].nframes))
+			return 1;
+	return 0;
 }
 
 static void head(FILE *o, const struct stack_growth *g, const char *lead,
@@ -297,8 +326,10 @@ static void head(FILE *o, const struct stack_growth *g, const char *lead,
 		g->leaked_blocks, g->allocations);
 }
 
-static void stacks(FILE *o, const struct analysis *a, int utf8)
+static void stacks(FILE *o, const struct analysis *a,
+		   const struct report_opts *ro)
 {
+	const int utf8 = ro->utf8;
 	if (!a->nranked) {
 		fprintf(o, "\nNo heap allocations recorded.\n");
 		return;
@@ -313,7 +344,7 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 		char lead[32];
 		snprintf(lead, sizeof(lead), "\n#%-3zu ", i + 1);
 		head(o, g, lead, utf8);
-		frames(o, g->frames, g->nframes, "      ");
+		frames(o, g->frames, g->nframes, "      ", ro);
 		if (!a->by_site)
 			continue;
 		/* only the paths the analysis symbolized (--top of them) */
@@ -325,14 +356,15 @@ static void stacks(FILE *o, const struct analysis *a, int utf8)
 			fprintf(o, "    path %zu of %zu: ", j + 1, g->npaths);
 			head(o, &g->paths[j], "", utf8);
 			frames(o, g->paths[j].frames, g->paths[j].nframes,
-			       "        ");
+			       "        ", ro);
 		}
 		if (g->npaths > np)
 			fprintf(o, "    ... %zu more paths\n", g->npaths - np);
 	}
 }
 
-static void pinning(FILE *o, const struct analysis *a)
+static void pinning(FILE *o, const struct analysis *a,
+		    const struct report_opts *ro)
 {
 	char b1[32], b2[32];
 	if (!a->pins_shown || !analysis_pinning_matters(a))
@@ -356,11 +388,12 @@ static void pinning(FILE *o, const struct analysis *a)
 			fprintf(o, "      (blocks not looked up: more gaps than the "
 				   "analyzer examines at one batch end)\n");
 		else
-			frames(o, g->frames, g->nframes, "      ");
+			frames(o, g->frames, g->nframes, "      ", ro);
 	}
 }
 
-static void notes(FILE *o, const struct analysis *a)
+static void notes(FILE *o, const struct analysis *a,
+		  const struct report_opts *ro)
 {
 	const char *first;
 	size_t n = analysis_stale_modules(a, &first);
@@ -369,6 +402,11 @@ static void notes(FILE *o, const struct analysis *a)
 			   "build-id): its frames show as module+offset; "
 			   "--debuginfo-path can point at its matching debug "
 			   "file.\n", first, n > 1 ? " and other modules" : "");
+	if (!ro->runtime_frames && runtime_hidden(a))
+		fprintf(o, "\nNote: the allocator's and runtimes' own frames "
+			   "at the top of stacks (malloc, operator new, "
+			   "container growth...) are left out; "
+			   "--runtime-frames shows them.\n");
 }
 
 int text_write(FILE *o, const struct analysis *a,
@@ -379,9 +417,9 @@ int text_write(FILE *o, const struct analysis *a,
 	verdict(o, a, utf8);
 	decomposition(o, a);
 	series(o, a, utf8);
-	stacks(o, a, utf8);
-	pinning(o, a);
-	notes(o, a);
+	stacks(o, a, opts);
+	pinning(o, a, opts);
+	notes(o, a, opts);
 	if (fflush(o) != 0 || ferror(o))
 		return hs_error("cannot write the report");
 	return 0;

@@ -1,0 +1,106 @@
+"""The text report's frame controls on a real C++ victim (av_vector.cc,
+whose kept std::vector<Foo> grows through operator new and libstdc++'s
+_M_realloc_insert): --frames N, the allocator's and runtimes' frames left
+out at the top of stacks (--runtime-frames shows them), long template
+argument lists shortened (--full-names keeps them).  The JSON report is
+the same whatever these options say."""
+import os
+
+from analyze_common import (HEAPSLOPE, analyze_run, check, check_eq, fail,
+                            main, prog, record_trace, run, tmpdir)
+
+ENV = dict(os.environ, LC_ALL="C")  # ASCII: "<...>"
+
+
+def text(trace, *opts):
+    r = run([HEAPSLOPE, "analyze", "--top", "1", *opts, trace], env=ENV)
+    check_eq(r.rc, 0, f"analyze {' '.join(opts)}: exit status:\n" +
+             r.describe())
+    return r.out.decode()
+
+
+def top_frames(report):
+    """The frame lines of stack #1, and its '... N more frames' count."""
+    lines = report.splitlines()
+    try:
+        i = next(k for k, l in enumerate(lines) if l.startswith("#1 "))
+    except StopIteration:
+        fail("no stack #1 in the text report:\n" + report)
+    frames, more = [], 0
+    for l in lines[i + 1:]:
+        if not l.startswith("      "):
+            break
+        s = l.strip()
+        if s.startswith("... ") and s.endswith(" more frames"):
+            more = int(s.split()[1])
+        else:
+            frames.append(s)
+    return frames, more
+
+
+def test_frames():
+    with tmpdir() as d:
+        t = record_trace([prog("av_vector"), "30"], d)
+        full = text(t, "--runtime-frames", "--full-names", "--frames", "0")
+        fr_full, more = top_frames(full)
+        check_eq(more, 0, "--frames 0: frames left out")
+        check(fr_full and "operator new" in fr_full[0],
+              "--runtime-frames: the top frame is not operator new:\n" +
+              full)
+        check(any("std::vector<Foo, std::allocator<Foo> >::_M_realloc_"
+                  in f for f in fr_full),
+              "--full-names: the vector's growth member is not named in "
+              "full:\n" + full)
+        check("Note: the allocator's" not in full,
+              "--runtime-frames: the note on left-out frames is there")
+
+        default = text(t)
+        fr, more = top_frames(default)
+        check(fr, "default: no frames:\n" + default)
+        for f in fr:
+            check("operator new" not in f and "_M_realloc_" not in f and
+                  "allocate(" not in f,
+                  f"default: runtime frame {f!r} shown:\n" + default)
+        check("push_back" in fr[0] or "keep_records" in fr[0],
+              f"default: the top frame {fr[0]!r} is not the program's:\n" +
+              default)
+        check(any("keep_records" in f for f in fr),
+              "default: keep_records is not in the stack:\n" + default)
+        check("std::allocator<Foo>" not in default,
+              "default: template arguments not shortened:\n" + default)
+        check("std::vector<...>::" in default,
+              "default: no 'std::vector<...>::' in the report:\n" + default)
+        check("--runtime-frames shows them" in default,
+              "default: no note on the left-out frames:\n" + default)
+        hidden = len(fr_full) - (len(fr) + more)
+        check(hidden >= 2, f"default: {hidden} runtime frames left out, "
+              "expected operator new and the vector's growth at least")
+
+        two, more2 = top_frames(text(t, "--frames", "2"))
+        check_eq(len(two), 2, "--frames 2: frames shown")
+        check_eq(more2, len(fr_full) - hidden - 2, "--frames 2: '... N more "
+                 "frames'")
+        check_eq(two, fr[:2], "--frames 2: the first two of the default's")
+        alls, more0 = top_frames(text(t, "--frames", "0"))
+        check_eq((len(alls), more0), (len(fr_full) - hidden, 0),
+                 "--frames 0: every frame but the runtime's")
+        if len(fr_full) - hidden > 12:
+            check_eq(len(fr), 12, "default: 12 frames")
+
+        # JSON: every frame, whatever the text options
+        base = analyze_run(t, "--json", "-")
+        opts = analyze_run(t, "--json", "-", "--frames", "1",
+                           "--runtime-frames", "--full-names")
+        check_eq(base.rc, 0, "--json -: exit status")
+        check(base.out == opts.out,
+              "the JSON report changes with the text's frame options")
+        check(b"std::vector<Foo, std::allocator<Foo> >" in base.out and
+              b"operator new" in base.out,
+              "JSON: frames not in full")
+
+        bad = run([HEAPSLOPE, "analyze", "--frames", "x", t])
+        check_eq(bad.rc, 2, "--frames x: exit status")
+
+
+if __name__ == "__main__":
+    main([test_frames])
