@@ -69,6 +69,10 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 	if (!a->allocator)
 		return hs_error("out of memory");
 	a->glibc = !strcmp(a->allocator, "glibc");
+	a->pymalloc_replaced = h->pymalloc == 1;
+	const char *exe = h->exe ? strrchr(h->exe, '/') : NULL;
+	exe = exe ? exe + 1 : h->exe;
+	a->python = exe && !strncmp(exe, "python", 6);
 	/* a start beyond the user address space is unknown (corrupt) */
 	a->heap_start = h->heap_start < REPLAY_ADDR_END ? h->heap_start : 0;
 	return 0;
@@ -160,6 +164,10 @@ static int on_stack(void *ctx, const struct hs_record *rec)
 static int on_module(void *ctx, const struct hs_record *rec)
 {
 	struct pass *p = ctx;
+	static const char libpython[] = "libpython";
+	if (!p->a->python &&
+	    memmem(rec->str, rec->str_len, libpython, sizeof(libpython) - 1))
+		p->a->python = 1;
 	return symbols_module(p->symbols, rec);
 }
 

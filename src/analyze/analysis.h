@@ -61,6 +61,9 @@ struct analysis {
 	char stopped[512];   /* recording stopped early: the recorder's reason */
 	uint64_t unrecorded; /* calls the recorder saw but could not record */
 	char *malloc_owner;  /* the program's malloc was its own: not seen */
+	int pymalloc_replaced; /* record set PYTHONMALLOC=malloc (header) */
+	int python;          /* the program runs CPython: its executable is
+			      * python* or it maps a libpython */
 	uint64_t events, duration_ns, batch_marks, label_marks, samples;
 	uint64_t bad_stack_refs;
 	/* batches */

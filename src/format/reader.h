@@ -23,6 +23,8 @@ struct hs_header {
 	char *unwind;
 	char *allocator;
 	char *malloc_owner; /* the program's malloc is not the recorder's */
+	uint64_t pymalloc;  /* HS_HDR_PYMALLOC: 1 when `record` set
+			     * PYTHONMALLOC=malloc; 0 when not or unknown */
 };
 
 struct hs_segment {

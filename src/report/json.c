@@ -121,6 +121,8 @@ static cJSON *program(const struct analysis *a)
 	if (how == WORDS_EXIT_SIGNAL)
 		num(p, "exit_signal", v);
 	str_or_null(p, "exe", a->exe);
+	cJSON_AddBoolToObject(p, "python", a->python);
+	cJSON_AddBoolToObject(p, "pymalloc_replaced", a->pymalloc_replaced);
 	return p;
 }
 

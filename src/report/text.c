@@ -84,6 +84,17 @@ static void summary(FILE *o, const struct analysis *a)
 		a->warmup_auto ? " (automatic)" : "");
 }
 
+/* record's PYTHONMALLOC=malloc, for a Python program (issue 11 item 4). */
+static void pymalloc_line(FILE *o, const struct analysis *a)
+{
+	if (a->pymalloc_replaced && a->python)
+		fprintf(o, "  python    recorded with PYTHONMALLOC=malloc (set by "
+			   "heapslope record): RSS may grow differently than "
+			   "with pymalloc in production; record --keep-pymalloc "
+			   "keeps pymalloc, whose arenas are then measured as "
+			   "mappings\n");
+}
+
 static void verdict(FILE *o, const struct analysis *a, int utf8)
 {
 	const struct growth *g = &a->growth;
@@ -414,6 +425,7 @@ int text_write(FILE *o, const struct analysis *a,
 {
 	const int utf8 = opts->utf8;
 	summary(o, a);
+	pymalloc_line(o, a);
 	verdict(o, a, utf8);
 	decomposition(o, a);
 	series(o, a, utf8);
