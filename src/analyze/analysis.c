@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
+#include "recording.h"
 #include "growth.h"
 #include "symbols.h"
 #include "walk.h"
@@ -438,6 +439,9 @@ void analysis_destroy(struct analysis *a)
 	if (!a)
 		return;
 	stacks_growth_free(a->ranked, a->nranked);
+	for (size_t i = 0; i < a->nrecording; i++)
+		recording_trace_finish(&a->recording[i]);
+	free(a->recording);
 	for (size_t i = 0; i < a->npins; i++)
 		symbols_frames_free(a->pins[i].frames, a->pins[i].nframes);
 	free(a->pins);

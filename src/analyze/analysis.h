@@ -91,6 +91,11 @@ struct analysis {
 	size_t paths_shown; /* with by_site: paths per site that have frames */
 	int by_site;
 	size_t distinct_stacks;
+	/* the other traces of its recording (recording.h), given by the
+	 * caller: recording[0] is this trace; recording_main indexes the
+	 * main one; freed with the analysis */
+	struct recording_trace *recording;
+	size_t nrecording, recording_main;
 	struct stacks *stacks;   /* every stack: see analysis_frames */
 	struct symbols *symbols; /* owns the frames' module names */
 };

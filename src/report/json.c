@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
+#include "analyze/recording.h"
 #include "analyze/symbols.h"
 #include "base/error.h"
 #include "words.h"
@@ -111,6 +112,7 @@ static cJSON *program(const struct analysis *a)
 	for (int i = 0; i < a->argc; i++)
 		cJSON_AddItemToArray(cmd, string(a->argv[i]));
 	num(p, "pid", (double)a->pid);
+	num(p, "ppid", (double)a->ppid);
 	int v;
 	enum words_exit how =
 		a->has_exit ? words_exit(a->wait_status, &v) : WORDS_EXIT_OTHER;
@@ -399,6 +401,26 @@ static cJSON *stacks(const struct analysis *a)
 	return v;
 }
 
+/* The traces of the recording (recording.h), the main one flagged. */
+static cJSON *recording(const struct analysis *a)
+{
+	cJSON *v = cJSON_CreateArray();
+	for (size_t i = 0; v && i < a->nrecording; i++) {
+		const struct recording_trace *t = &a->recording[i];
+		cJSON *e = cJSON_CreateObject();
+		str_or_null(e, "path", t->path);
+		str_or_null(e, "program", t->program);
+		num(e, "pid", (double)t->pid);
+		num(e, "ppid", (double)t->ppid);
+		num(e, "events", (double)t->events);
+		num(e, "batch_marks", (double)t->marks);
+		cJSON_AddBoolToObject(e, "complete", t->complete);
+		cJSON_AddBoolToObject(e, "main", i == a->recording_main);
+		cJSON_AddItemToArray(v, e);
+	}
+	return v;
+}
+
 static cJSON *report(const struct analysis *a)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -420,6 +442,8 @@ static cJSON *report(const struct analysis *a)
 				a->by_site ? "site" : "stack");
 	cJSON_AddItemToObject(root, "stacks", stacks(a));
 	cJSON_AddItemToObject(root, "fragmentation", fragmentation(a));
+	if (a->nrecording > 1)
+		cJSON_AddItemToObject(root, "recording", recording(a));
 	return root;
 }
 
@@ -472,8 +496,16 @@ int json_write_many(FILE *f, struct analysis *const *a, size_t n,
 	if (root) {
 		cJSON_AddStringToObject(root, "schema", COMPARISON_SCHEMA);
 		cJSON *v = cJSON_AddArrayToObject(root, "reports");
-		for (size_t i = 0; i < n; i++)
+		uint64_t ev[64], mk[64];
+		for (size_t i = 0; i < n; i++) {
 			cJSON_AddItemToArray(v, report(a[i]));
+			if (i < 64) {
+				ev[i] = a[i]->events;
+				mk[i] = a[i]->batch_marks;
+			}
+		}
+		/* the main one, as of one recording (recording.h) */
+		num(root, "main", (double)recording_main(ev, mk, n < 64 ? n : 64));
 	}
 	return write_doc(root, a, n, f, o->dest);
 }

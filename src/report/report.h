@@ -37,6 +37,12 @@ const struct report_format *report_format(const char *name);
 /* The names of the formats, for messages: "text, json". */
 const char *report_format_names(void);
 
+/* Which trace of a recording is which (recording.h): program, pid,
+ * parent, events, marks, and the main one (main_i); 0, or -1. */
+struct recording_trace;
+int recording_write(FILE *out, const struct recording_trace *v, size_t n,
+		    size_t main_i);
+
 /* Writes v[0, n) in format f to path ("-": stdout); -1 with hs_error. */
 int report_write(const struct report_format *f, struct analysis *const *v,
 		 size_t n, const char *path, const struct report_opts *o);

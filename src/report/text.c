@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
+#include "analyze/recording.h"
 #include "analyze/symbols.h"
 #include "base/error.h"
 #include "frame_names.h"
@@ -82,6 +83,21 @@ static void summary(FILE *o, const struct analysis *a)
 		fprintf(o, " of %g s", a->window_ns / 1e9);
 	fprintf(o, ", warm-up %zu%s\n", a->warmup,
 		a->warmup_auto ? " (automatic)" : "");
+}
+
+/* The other traces of the recording, when there are: which is which. */
+static int recording(FILE *o, const struct analysis *a)
+{
+	if (a->nrecording < 2)
+		return 0;
+	fputc('\n', o);
+	if (recording_write(o, a->recording, a->nrecording, a->recording_main))
+		return -1;
+	if (a->recording_main != 0)
+		fprintf(o, "  this report is of %s, not of the main trace: "
+			   "heapslope analyze %s\n",
+			words_file(a->path), a->recording[a->recording_main].path);
+	return 0;
 }
 
 /* record's PYTHONMALLOC=malloc, for a Python program (issue 11 item 4). */
@@ -426,6 +442,8 @@ int text_write(FILE *o, const struct analysis *a,
 	const int utf8 = opts->utf8;
 	summary(o, a);
 	pymalloc_line(o, a);
+	if (recording(o, a))
+		return -1;
 	verdict(o, a, utf8);
 	decomposition(o, a);
 	series(o, a, utf8);
