@@ -36,9 +36,21 @@ int recording_write(FILE *o, const struct recording_trace *v, size_t n,
 	return 0;
 }
 
-/* The processes of the analyses, as one recording's traces. */
+int compare_one_recording(struct analysis *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			if (i != j && (v[i]->ppid == v[j]->pid ||
+				       v[i]->pid == v[j]->pid))
+				return 1;
+	return 0;
+}
+
+/* The processes of the analyses, when they are one recording's traces. */
 static int processes(FILE *o, struct analysis *const *v, size_t n)
 {
+	if (!compare_one_recording(v, n))
+		return 0;
 	struct recording_trace *t = calloc(n, sizeof(*t));
 	uint64_t *ev = calloc(n, sizeof(*ev)), *mk = calloc(n, sizeof(*mk));
 	char (*prog)[64] = calloc(n, sizeof(*prog));

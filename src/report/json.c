@@ -504,8 +504,10 @@ int json_write_many(FILE *f, struct analysis *const *a, size_t n,
 				mk[i] = a[i]->batch_marks;
 			}
 		}
-		/* the main one, as of one recording (recording.h) */
-		num(root, "main", (double)recording_main(ev, mk, n < 64 ? n : 64));
+		/* the main one, of one recording (recording.h) */
+		if (compare_one_recording(a, n))
+			num(root, "main",
+			    (double)recording_main(ev, mk, n < 64 ? n : 64));
 	}
 	return write_doc(root, a, n, f, o->dest);
 }

@@ -10,6 +10,9 @@ int text_write(FILE *out, const struct analysis *a,
 /* compare.c: several traces' growth figures, one line each. */
 int compare_write(FILE *out, struct analysis *const *v, size_t n,
 		  const struct report_opts *o);
+/* 1 if the traces of v[0, n) are of one recording: a process and its
+ * parent, or one process before and after an exec. */
+int compare_one_recording(struct analysis *const *v, size_t n);
 /* json.c: schema "heapslope.report/1" (heapslope-report(5)), and several
  * reports side by side, schema "heapslope.comparison/1". */
 int json_write(FILE *out, const struct analysis *a,
