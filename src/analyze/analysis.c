@@ -81,6 +81,9 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 
 static void reset_counts(struct analysis *a)
 {
+	free(a->node_when); /* a second pass reads the stacks again */
+	a->node_when = NULL;
+	a->nnode_when = 0;
 	a->complete = a->truncated = a->has_end = a->has_exit = 0;
 	a->events = a->duration_ns = a->batch_marks = a->label_marks = 0;
 	a->samples = 0;
@@ -156,10 +159,31 @@ static int on_time(void *ctx, uint64_t now)
 	return 0;
 }
 
+/* Remembers when node id was read (symbols_clock), for analysis_frames. */
+static int node_when(struct analysis *a, uint64_t id, uint64_t when)
+{
+	if (id >= a->nnode_when) {
+		size_t cap = a->nnode_when ? a->nnode_when : 1024;
+		while (cap <= id)
+			cap *= 2;
+		uint64_t *v = realloc(a->node_when, cap * sizeof(*v));
+		if (!v)
+			return hs_error("out of memory");
+		for (size_t i = a->nnode_when; i < cap; i++)
+			v[i] = SYMBOLS_NOW;
+		a->node_when = v;
+		a->nnode_when = cap;
+	}
+	a->node_when[id] = when;
+	return 0;
+}
+
 static int on_stack(void *ctx, const struct hs_record *rec)
 {
 	struct pass *p = ctx;
-	return stacks_node(p->stacks, rec->id, rec->parent, rec->ip);
+	if (stacks_node(p->stacks, rec->id, rec->parent, rec->ip))
+		return -1;
+	return node_when(p->a, rec->id, symbols_clock(p->symbols));
 }
 
 static int on_module(void *ctx, const struct hs_record *rec)
@@ -170,6 +194,15 @@ static int on_module(void *ctx, const struct hs_record *rec)
 	    memmem(rec->str, rec->str_len, libpython, sizeof(libpython) - 1))
 		p->a->python = 1;
 	return symbols_module(p->symbols, rec);
+}
+
+/* The other records: the unloading of modules. */
+static int on_record(void *ctx, const struct hs_record *rec)
+{
+	struct pass *p = ctx;
+	if (rec->kind == HS_REC_MODULE_GONE)
+		symbols_module_gone(p->symbols, rec->base);
+	return 0;
 }
 
 static int on_mark(void *ctx, const struct hs_record *rec)
@@ -242,6 +275,7 @@ static const struct walk_sink sink = {
 	.end = on_end,
 	.exit = on_process_exit,
 	.stop = on_stop,
+	.record = on_record,
 	.done = on_done,
 };
 
@@ -370,13 +404,18 @@ static int symbolize(struct analysis *a, size_t top)
 int analysis_frames(const struct analysis *a, uint64_t id,
 		    struct frame **frames, size_t *n)
 {
-	uint64_t ips[STACK_DEPTH_MAX];
+	uint64_t ips[STACK_DEPTH_MAX], ids[STACK_DEPTH_MAX];
 	*frames = NULL;
 	*n = 0;
 	size_t depth = stacks_ips(a->stacks, id, ips, STACK_DEPTH_MAX), cap = 0;
-	for (size_t i = 0; i < depth; i++)
-		if (symbols_resolve(a->symbols, ips[i], frames, n, &cap))
+	stacks_ids(a->stacks, id, ids, STACK_DEPTH_MAX);
+	for (size_t i = 0; i < depth; i++) {
+		uint64_t when = ids[i] < a->nnode_when ? a->node_when[ids[i]]
+						       : SYMBOLS_NOW;
+		if (symbols_resolve_at(a->symbols, ips[i], when, frames, n,
+				       &cap))
 			return -1;
+	}
 	return 0;
 }
 
@@ -447,6 +486,7 @@ void analysis_destroy(struct analysis *a)
 	free(a->pins);
 	free(a->allocator);
 	free(a->malloc_owner);
+	free(a->node_when);
 	symbols_destroy(a->symbols);
 	stacks_destroy(a->stacks);
 	series_finish(&a->series);

@@ -98,6 +98,10 @@ struct analysis {
 	size_t nrecording, recording_main;
 	struct stacks *stacks;   /* every stack: see analysis_frames */
 	struct symbols *symbols; /* owns the frames' module names */
+	/* per stack node id: the symbols' clock when it was read, to resolve
+	 * its address against the module mapped then (dlclose) */
+	uint64_t *node_when;
+	size_t nnode_when;
 };
 
 /* NULL with hs_last_error() when the trace cannot be read or is corrupt;

@@ -454,3 +454,14 @@ size_t stacks_ips(const struct stacks *s, uint64_t id, uint64_t *ips,
 	}
 	return n;
 }
+
+size_t stacks_ids(const struct stacks *s, uint64_t id, uint64_t *ids,
+		  size_t max)
+{
+	size_t n = 0;
+	while (id && id < s->nnodes && n < max) {
+		ids[n++] = id;
+		id = s->nodes[id].parent;
+	}
+	return n;
+}

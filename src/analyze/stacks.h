@@ -100,5 +100,8 @@ void stacks_growth_free(struct stack_growth *g, size_t n);
  * (at most max). */
 size_t stacks_ips(const struct stacks *s, uint64_t id, uint64_t *ips,
 		  size_t max);
+/* The node ids of the same path, in the same order as stacks_ips. */
+size_t stacks_ids(const struct stacks *s, uint64_t id, uint64_t *ids,
+		  size_t max);
 
 #endif

@@ -33,6 +33,15 @@ struct module {
 	uint64_t base, lo, hi; /* [lo, hi): addresses its segments cover */
 	uint64_t seq; /* when last recorded: the newest covers an address */
 	int stale; /* the file at path has another build-id now */
+	/* when it was mapped, on the symbols' clock (symbols_clock): from a
+	 * module record to its module-gone, or SYMBOLS_NOW; ascending */
+	struct life {
+		uint64_t load, gone;
+	} *lives;
+	size_t nlives, cap_lives;
+	unsigned layer; /* the Dwfl it is reported to: modules that overlap
+			 * (an address range reused after a dlclose) go to
+			 * layers of their own */
 };
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
@@ -54,7 +63,11 @@ struct symbols {
 	size_t n, cap;
 	uint32_t *index; /* open addressing over mods, NO_MODULE: empty */
 	size_t index_mask;
+	uint32_t *by_base; /* open addressing, the newest module at a base */
 	uint64_t seq;
+	uint64_t clock;  /* module and module-gone records so far */
+	Dwfl **layers;   /* layers[0] is dwfl; the others own theirs */
+	size_t nlayers;
 	char *user_dir;
 	char *dwfl_path; /* the search path handed to libdwfl */
 	Dwfl_Callbacks cb;
@@ -116,10 +129,17 @@ void symbols_destroy(struct symbols *s)
 	}
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 1; i < s->nlayers; i++)
+		if (s->layers[i])
+			dwfl_end(s->layers[i]);
+	free(s->layers);
+	for (size_t i = 0; i < s->n; i++) {
 		free(s->mods[i].path);
+		free(s->mods[i].lives);
+	}
 	free(s->mods);
 	free(s->index);
+	free(s->by_base);
 	free(s->dwfl_path);
 	free(s->user_dir);
 	if (s->libstdcxx)
@@ -156,6 +176,16 @@ static uint32_t *index_slot(const struct symbols *s, const struct module *m)
 	return &s->index[i];
 }
 
+/* The by_base slot of base: the module there, or the empty one. */
+static uint32_t *base_slot(const struct symbols *s, uint64_t base)
+{
+	size_t i = (size_t)((base * 0x9e3779b97f4a7c15ull) >> 32) &
+		   s->index_mask;
+	while (s->by_base[i] != NO_MODULE && s->mods[s->by_base[i]].base != base)
+		i = (i + 1) & s->index_mask;
+	return &s->by_base[i];
+}
+
 /* Room for one more module in mods and in the index. */
 static int module_room(struct symbols *s)
 {
@@ -171,14 +201,42 @@ static int module_room(struct symbols *s)
 		return 0;
 	size_t size = s->index ? (s->index_mask + 1) * 2 : 64;
 	uint32_t *t = malloc(size * sizeof(*t));
-	if (!t)
+	uint32_t *b = malloc(size * sizeof(*b));
+	if (!t || !b) {
+		free(t);
+		free(b);
 		return -1;
+	}
 	memset(t, 0xff, size * sizeof(*t));
+	memset(b, 0xff, size * sizeof(*b));
 	free(s->index);
+	free(s->by_base);
 	s->index = t;
+	s->by_base = b;
 	s->index_mask = size - 1;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		*index_slot(s, &s->mods[i]) = (uint32_t)i;
+		uint32_t *bs = base_slot(s, s->mods[i].base);
+		if (*bs == NO_MODULE || s->mods[*bs].seq < s->mods[i].seq)
+			*bs = (uint32_t)i;
+	}
+	return 0;
+}
+
+/* A new life of m from now on; -1 when out of memory. */
+static int life_begin(struct module *m, uint64_t now)
+{
+	if (m->nlives && m->lives[m->nlives - 1].gone == SYMBOLS_NOW)
+		return 0; /* recorded again while mapped */
+	if (m->nlives == m->cap_lives) {
+		size_t cap = m->cap_lives ? m->cap_lives * 2 : 1;
+		struct life *v = realloc(m->lives, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		m->lives = v;
+		m->cap_lives = cap;
+	}
+	m->lives[m->nlives++] = (struct life){ now, SYMBOLS_NOW };
 	return 0;
 }
 
@@ -207,11 +265,15 @@ int symbols_module(struct symbols *s, const struct hs_record *rec)
 		m.hi = rec->base + 1;
 	}
 	m.seq = ++s->seq;
+	uint64_t now = ++s->clock;
 	if (module_room(s))
 		return hs_error("out of memory");
 	uint32_t *slot = index_slot(s, &m);
 	if (*slot != NO_MODULE) { /* loaded again: now the newest */
 		s->mods[*slot].seq = m.seq;
+		*base_slot(s, m.base) = *slot;
+		if (life_begin(&s->mods[*slot], now))
+			return hs_error("out of memory");
 		return 0;
 	}
 	if (s->n == MODULES_MAX)
@@ -222,9 +284,32 @@ int symbols_module(struct symbols *s, const struct hs_record *rec)
 		return hs_error("out of memory");
 	memcpy(m.path, rec->str, rec->str_len);
 	m.path[rec->str_len] = 0;
+	if (life_begin(&m, now)) {
+		free(m.path);
+		return hs_error("out of memory");
+	}
 	*slot = (uint32_t)s->n;
+	*base_slot(s, m.base) = (uint32_t)s->n;
 	s->mods[s->n++] = m;
 	return 0;
+}
+
+void symbols_module_gone(struct symbols *s, uint64_t base)
+{
+	uint64_t now = ++s->clock;
+	if (!s->n)
+		return;
+	uint32_t i = *base_slot(s, base);
+	if (i == NO_MODULE)
+		return;
+	struct module *m = &s->mods[i];
+	if (m->nlives && m->lives[m->nlives - 1].gone == SYMBOLS_NOW)
+		m->lives[m->nlives - 1].gone = now;
+}
+
+uint64_t symbols_clock(const struct symbols *s)
+{
+	return s->clock;
 }
 
 size_t symbols_module_count(const struct symbols *s)
@@ -245,16 +330,51 @@ size_t symbols_stale(const struct symbols *s, const char **first)
 	return n;
 }
 
+/* The load time of m's first life not gone at clock `when` (a life gone
+ * later), or SYMBOLS_NOW when every life ended by then. */
+static uint64_t mapped_since(const struct module *m, uint64_t when)
+{
+	size_t lo = 0, hi = m->nlives;
+	while (lo < hi) { /* lives are in order, and so are their ends */
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->lives[mid].gone > when)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo < m->nlives ? m->lives[lo].load : SYMBOLS_NOW;
+}
+
+/* The module that covered ip at clock `when`: of those not unloaded by
+ * then, the one loaded first (a stack node that reaches into a new
+ * library comes before the library's module record, and a library that
+ * reuses the range of one unloaded comes after that one's module-gone).
+ * when == SYMBOLS_NOW, or none left: the newest. */
+static const struct module *find_module_at(const struct symbols *s,
+					   uint64_t ip, uint64_t when)
+{
+	const struct module *found = NULL, *newest = NULL;
+	uint64_t found_since = SYMBOLS_NOW;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct module *m = &s->mods[i];
+		if (ip < m->lo || ip >= m->hi)
+			continue;
+		if (!newest || m->seq > newest->seq)
+			newest = m;
+		uint64_t since = when == SYMBOLS_NOW ? SYMBOLS_NOW
+						     : mapped_since(m, when);
+		if (since < found_since) {
+			found = m;
+			found_since = since;
+		}
+	}
+	return found ? found : newest;
+}
+
 static const struct module *find_module(const struct symbols *s,
 					uint64_t ip)
 {
-	/* the newest: an address range reused after a dlclose */
-	const struct module *found = NULL;
-	for (size_t i = 0; i < s->n; i++)
-		if (ip >= s->mods[i].lo && ip < s->mods[i].hi &&
-		    (!found || s->mods[i].seq > found->seq))
-			found = &s->mods[i];
-	return found;
+	return find_module_at(s, ip, SYMBOLS_NOW);
 }
 
 /* 1 if path is a runtime library whose frames only wrap malloc
@@ -282,11 +402,13 @@ int symbols_in_runtime(void *symbols, uint64_t ip)
  * is found to libdwfl, between dwfl_report_begin*() and _end(); the rest
  * stay unresolved. */
 static void report_range(Dwfl *dwfl, const char *user_dir,
-			 struct module *mods, size_t n)
+			 struct module *mods, size_t n, unsigned layer)
 {
 	char alt[4200];
 	for (size_t i = 0; i < n; i++) {
 		struct module *m = &mods[i];
+		if (m->layer != layer)
+			continue;
 		const char *file = NULL;
 		if (m->path[0] == '/' &&
 		    debugfile_same_build(m->path, m->build_id, m->build_id_len))
@@ -334,7 +456,7 @@ static void *preload_run(void *arg)
 	if (!p->dwfl)
 		return NULL;
 	dwfl_report_begin(p->dwfl);
-	report_range(p->dwfl, p->s->user_dir, p->mods, p->n);
+	report_range(p->dwfl, p->s->user_dir, p->mods, p->n, 0);
 	dwfl_report_end(p->dwfl, NULL, NULL);
 	dwfl_getmodules(p->dwfl, load_module, p, 0);
 	return NULL;
@@ -383,6 +505,91 @@ static Dwfl *preload_join(struct symbols *s)
 	return dwfl;
 }
 
+/* Overlapping modules beyond this many stay in layer 0 (a corrupt
+ * trace): libdwfl then leaves them out, as it did before layers. */
+#define OVERLAPPING_MAX 1024
+
+static int by_lo(const void *x, const void *y, void *arg)
+{
+	const struct module *m = arg;
+	uint64_t a = m[*(const uint32_t *)x].lo, b = m[*(const uint32_t *)y].lo;
+	return a < b ? -1 : a > b;
+}
+
+static int overlap(const struct module *a, const struct module *b)
+{
+	return a->lo < b->hi && b->lo < a->hi;
+}
+
+#define UNPLACED UINT32_MAX
+
+static int by_index(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Puts each module from `from` on that overlaps another module in the
+ * first layer where it overlaps none (libdwfl takes no overlapping
+ * modules), in the order they were recorded; the others, and mods[0,
+ * from) (preloaded), stay in layer 0.  Returns the number of layers. */
+static size_t assign_layers(struct symbols *s, size_t from)
+{
+	size_t n = s->n, k = 0, layers = 1;
+	uint32_t *order = malloc(n * sizeof(*order));
+	uint32_t *over = malloc(n * sizeof(*over));
+	if (!order || !over)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, n, sizeof(*order), by_lo, s->mods);
+	/* of each overlapping pair, the later by start begins below the
+	 * furthest end so far: it, and the module of that end, move */
+	uint64_t reach = 0;
+	uint32_t reach_i = UNPLACED;
+	for (size_t j = 0; j < n; j++) {
+		uint32_t idx = order[j];
+		struct module *m = &s->mods[idx];
+		if (j && m->lo < reach) {
+			uint32_t two[2] = { idx, reach_i };
+			for (int t = 0; t < 2; t++) {
+				struct module *x = &s->mods[two[t]];
+				if (two[t] >= from && x->layer != UNPLACED &&
+				    k < OVERLAPPING_MAX) {
+					x->layer = UNPLACED;
+					over[k++] = two[t];
+				}
+			}
+		}
+		if (m->hi > reach) {
+			reach = m->hi;
+			reach_i = idx;
+		}
+	}
+	qsort(over, k, sizeof(*over), by_index);
+	for (size_t j = 0; j < k; j++) {
+		struct module *m = &s->mods[over[j]];
+		for (unsigned l = 0;; l++) {
+			int clash = 0;
+			for (size_t i = 0; i < n && !clash; i++)
+				clash = s->mods[i].layer == l &&
+					overlap(&s->mods[i], m);
+			if (!clash) {
+				m->layer = l;
+				layers = l + 1 > layers ? l + 1 : layers;
+				break;
+			}
+		}
+	}
+out:
+	if (!order || !over) /* out of memory: as without layers */
+		for (size_t i = 0; i < n; i++)
+			s->mods[i].layer = 0;
+	free(order);
+	free(over);
+	return layers;
+}
+
 /* Hands every module to libdwfl: the first ones as preloaded, the rest
  * (recorded later) here. */
 static void report_modules(struct symbols *s)
@@ -399,12 +606,33 @@ static void report_modules(struct symbols *s)
 	}
 	if (!s->dwfl || (from && from == s->n))
 		return;
+	size_t layers = assign_layers(s, from);
 	if (from)
 		dwfl_report_begin_add(s->dwfl);
 	else
 		dwfl_report_begin(s->dwfl);
-	report_range(s->dwfl, s->user_dir, s->mods + from, s->n - from);
+	report_range(s->dwfl, s->user_dir, s->mods + from, s->n - from, 0);
 	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (layers < 2 || !(s->layers = calloc(layers, sizeof(*s->layers))))
+		return;
+	s->nlayers = layers;
+	s->layers[0] = s->dwfl;
+	for (unsigned l = 1; l < layers; l++) {
+		Dwfl *d = s->layers[l] = dwfl_begin(&s->cb);
+		if (!d)
+			continue;
+		dwfl_report_begin(d);
+		report_range(d, s->user_dir, s->mods + from, s->n - from, l);
+		dwfl_report_end(d, NULL, NULL);
+	}
+}
+
+/* The Dwfl that holds m. */
+static Dwfl *dwfl_of(const struct symbols *s, const struct module *m)
+{
+	if (!m->layer)
+		return s->dwfl;
+	return m->layer < s->nlayers ? s->layers[m->layer] : NULL;
 }
 
 static char *demangled(struct symbols *s, const char *name)
@@ -496,7 +724,13 @@ static Dwarf_Die *cu_by_scan(Dwfl_Module *dm, Dwarf_Addr a,
 int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 		    size_t *n, size_t *cap)
 {
-	const struct module *m = find_module(s, ip);
+	return symbols_resolve_at(s, ip, SYMBOLS_NOW, frames, n, cap);
+}
+
+int symbols_resolve_at(struct symbols *s, uint64_t ip, uint64_t when,
+		       struct frame **frames, size_t *n, size_t *cap)
+{
+	const struct module *m = find_module_at(s, ip, when);
 	struct frame f = { .address = ip };
 	if (m) {
 		f.module = m->path;
@@ -506,7 +740,8 @@ int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 		report_modules(s);
 	/* a return address: the call is the instruction before it */
 	Dwarf_Addr a = ip ? ip - 1 : 0;
-	Dwfl_Module *dm = s->dwfl && m ? dwfl_addrmodule(s->dwfl, a) : NULL;
+	Dwfl *dwfl = m ? dwfl_of(s, m) : NULL;
+	Dwfl_Module *dm = dwfl ? dwfl_addrmodule(dwfl, a) : NULL;
 	if (!dm)
 		return push(frames, n, cap, f);
 

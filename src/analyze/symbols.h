@@ -27,8 +27,17 @@ struct symbols;
 struct symbols *symbols_create(const char *debuginfo_path);
 void symbols_destroy(struct symbols *s);
 
+/* Module records tick a clock: stack nodes written between the same
+ * records were captured while the same modules were mapped.  SYMBOLS_NOW:
+ * no time (the module mapped last). */
+#define SYMBOLS_NOW UINT64_MAX
+
 /* Remembers an HS_REC_MODULE record; -1 only when out of memory. */
 int symbols_module(struct symbols *s, const struct hs_record *rec);
+/* An HS_REC_MODULE_GONE record: the module at base was unloaded. */
+void symbols_module_gone(struct symbols *s, uint64_t base);
+/* The module and module-gone records so far. */
+uint64_t symbols_clock(const struct symbols *s);
 size_t symbols_module_count(const struct symbols *s);
 /* Starts loading the files and debug information of the modules known so
  * far on a thread of its own, once, while the caller goes on (modules may
@@ -49,6 +58,11 @@ int symbols_in_runtime(void *symbols, uint64_t ip);
  * calls, innermost first) to *frames; -1 only when out of memory. */
 int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 		    size_t *n, size_t *cap);
+/* The same for a return address captured at clock `when`
+ * (symbols_clock when its stack node was read): resolved against the
+ * module mapped then, not one loaded at its address later. */
+int symbols_resolve_at(struct symbols *s, uint64_t ip, uint64_t when,
+		       struct frame **frames, size_t *n, size_t *cap);
 void symbols_frames_free(struct frame *f, size_t n);
 
 #endif

@@ -196,6 +196,44 @@ static void module(struct symbols *s, const char *path, uint64_t base,
 	CHECK(symbols_module(s, &rec) == want);
 }
 
+static const char *module_at(struct symbols *s, uint64_t ip, uint64_t when)
+{
+	struct frame *f = NULL;
+	size_t n = 0, cap = 0;
+	CHECK(symbols_resolve_at(s, ip, when, &f, &n, &cap) == 0 && n >= 1);
+	const char *m = f[0].module;
+	symbols_frames_free(f, n);
+	return m ? m : "";
+}
+
+/* Module lifetimes: an address captured while a module was mapped is
+ * that module's, after it is gone and another takes its place too; a
+ * node read just before its module's record (the recorder writes the
+ * record after the first node reaching into it) is the module's too. */
+static void test_module_lives(void)
+{
+	struct symbols *s = symbols_create(NULL);
+	const uint64_t base = 0x7f0000000000, ip = base + 0x100;
+	CHECK(s);
+	module(s, "/nonexistent/a.so", base, 0);
+	uint64_t in_a = symbols_clock(s);
+	symbols_module_gone(s, base);
+	uint64_t before_b = symbols_clock(s);
+	module(s, "/nonexistent/b.so", base, 0);
+	uint64_t in_b = symbols_clock(s);
+	symbols_module_gone(s, base);
+	module(s, "/nonexistent/a.so", base, 0);
+	uint64_t in_a2 = symbols_clock(s);
+	CHECK(!strcmp(module_at(s, ip, in_a), "/nonexistent/a.so"));
+	CHECK(!strcmp(module_at(s, ip, in_a - 1), "/nonexistent/a.so"));
+	CHECK(!strcmp(module_at(s, ip, before_b), "/nonexistent/b.so"));
+	CHECK(!strcmp(module_at(s, ip, in_b), "/nonexistent/b.so"));
+	CHECK(!strcmp(module_at(s, ip, in_a2), "/nonexistent/a.so"));
+	CHECK(!strcmp(module_at(s, ip, SYMBOLS_NOW), "/nonexistent/a.so"));
+	CHECK(symbols_module_count(s) == 2);
+	symbols_destroy(s);
+}
+
 /* Modules: one entry per distinct module however often it is recorded
  * again (dlopen/dlclose loops), the newest covering an address, and at
  * most MODULES_MAX distinct ones. */
@@ -232,6 +270,7 @@ int main(void)
 	test_address_space();
 	test_stack_ids();
 	test_modules();
+	test_module_lives();
 	if (failures)
 		fprintf(stderr, "%d checks failed\n", failures);
 	return failures != 0;
