@@ -70,7 +70,7 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 	if (!a->allocator)
 		return hs_error("out of memory");
 	a->glibc = !strcmp(a->allocator, "glibc");
-	a->pymalloc_replaced = h->pymalloc == 1;
+	a->pymalloc_replaced = h->pymalloc_set;
 	const char *exe = h->exe ? strrchr(h->exe, '/') : NULL;
 	exe = exe ? exe + 1 : h->exe;
 	a->python = exe && !strncmp(exe, "python", 6);

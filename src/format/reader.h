@@ -23,8 +23,7 @@ struct hs_header {
 	char *unwind;
 	char *allocator;
 	char *malloc_owner; /* the program's malloc is not the recorder's */
-	uint64_t pymalloc;  /* HS_HDR_PYMALLOC: 1 when `record` set
-			     * PYTHONMALLOC=malloc; 0 when not or unknown */
+	int pymalloc_set;   /* `record` set PYTHONMALLOC=malloc */
 };
 
 struct hs_segment {
