@@ -7,7 +7,7 @@ import os
 import sys
 
 from analyze_common import (HDR_PYMALLOC, HEAPSLOPE, analyze, check,
-                            check_eq, main, prog, record_trace,
+                            check_eq, main, prog, record, record_trace,
                             rewrite_header, run, tmpdir, write_file)
 
 LINE = "recorded with PYTHONMALLOC=malloc"
@@ -48,6 +48,24 @@ def test_python():
               "PYTHONMALLOC=malloc")
 
 
+def test_record_sets_it():
+    """The header as record writes it: set unless --keep-pymalloc (or
+    PYTHONMALLOC already in the environment)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
+    py = os.path.realpath(sys.executable)
+    code = "x = [str(i) for i in range(1000)]"
+    with tmpdir() as d:
+        for opts, want in (((), True), (("--keep-pymalloc",), False)):
+            r = record([py, "-c", code], d, opts=opts, env=env,
+                       output=f"py{len(opts)}.hst")
+            rep = analyze(r.trace())
+            check_eq(rep["program"]["pymalloc_replaced"], want,
+                     f"record {' '.join(opts)}: program.pymalloc_replaced")
+            check_eq(LINE in text(r.trace()), want,
+                     f"record {' '.join(opts)}: the text says "
+                     "PYTHONMALLOC=malloc")
+
+
 def test_not_python():
     with tmpdir() as d:
         t = record_trace([prog("av_growth"), "leak", "5"], d, "c.hst")
@@ -61,4 +79,4 @@ def test_not_python():
 
 
 if __name__ == "__main__":
-    main([test_python, test_not_python])
+    main([test_python, test_record_sets_it, test_not_python])
