@@ -33,6 +33,7 @@ struct module {
 	uint64_t base, lo, hi; /* [lo, hi): addresses its segments cover */
 	uint64_t seq; /* when last recorded: the newest covers an address */
 	int stale; /* the file at path has another build-id now */
+	int used;  /* a frame was resolved in it */
 	/* when it was mapped, on the symbols' clock (symbols_clock): from a
 	 * module record to its module-gone, or SYMBOLS_NOW; ascending */
 	struct life {
@@ -322,7 +323,7 @@ size_t symbols_stale(const struct symbols *s, const char **first)
 	size_t n = 0;
 	*first = NULL;
 	for (size_t i = 0; i < s->n; i++) {
-		if (!s->mods[i].stale)
+		if (!s->mods[i].stale || !s->mods[i].used)
 			continue;
 		if (!n++)
 			*first = s->mods[i].path;
@@ -350,13 +351,13 @@ static uint64_t mapped_since(const struct module *m, uint64_t when)
  * library comes before the library's module record, and a library that
  * reuses the range of one unloaded comes after that one's module-gone).
  * when == SYMBOLS_NOW, or none left: the newest. */
-static const struct module *find_module_at(const struct symbols *s,
-					   uint64_t ip, uint64_t when)
+static struct module *find_module_at(const struct symbols *s, uint64_t ip,
+				     uint64_t when)
 {
-	const struct module *found = NULL, *newest = NULL;
+	struct module *found = NULL, *newest = NULL;
 	uint64_t found_since = SYMBOLS_NOW;
 	for (size_t i = 0; i < s->n; i++) {
-		const struct module *m = &s->mods[i];
+		struct module *m = &s->mods[i];
 		if (ip < m->lo || ip >= m->hi)
 			continue;
 		if (!newest || m->seq > newest->seq)
@@ -371,8 +372,7 @@ static const struct module *find_module_at(const struct symbols *s,
 	return found ? found : newest;
 }
 
-static const struct module *find_module(const struct symbols *s,
-					uint64_t ip)
+static struct module *find_module(const struct symbols *s, uint64_t ip)
 {
 	return find_module_at(s, ip, SYMBOLS_NOW);
 }
@@ -730,11 +730,12 @@ int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 int symbols_resolve_at(struct symbols *s, uint64_t ip, uint64_t when,
 		       struct frame **frames, size_t *n, size_t *cap)
 {
-	const struct module *m = find_module_at(s, ip, when);
+	struct module *m = find_module_at(s, ip, when);
 	struct frame f = { .address = ip };
 	if (m) {
 		f.module = m->path;
 		f.offset = ip - m->base;
+		m->used = 1;
 	}
 	if (!s->reported)
 		report_modules(s);
