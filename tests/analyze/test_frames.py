@@ -4,7 +4,9 @@ _M_realloc_insert): --frames N, the allocator's and runtimes' frames left
 out at the top of stacks (--runtime-frames shows them), long template
 argument lists shortened (--full-names keeps them).  The JSON report is
 the same whatever these options say."""
+import json
 import os
+import sys
 
 from analyze_common import (HEAPSLOPE, analyze_run, check, check_eq, fail,
                             main, prog, record_trace, run, tmpdir)
@@ -102,5 +104,42 @@ def test_frames():
         check_eq(bad.rc, 2, "--frames x: exit status")
 
 
+PY_WRAPPERS = ("gc_alloc", "_PyType_AllocNoTrack", "_PyObject_NewVar",
+               "_PyObject_GC_New", "_PyObject_GC_NewVar", "PyType_GenericAlloc",
+               "_PyObject_New", "PyObject_Malloc", "PyMem_Malloc",
+               "_PyObject_Malloc", "PyMem_RawMalloc", "_PyMem_RawMalloc")
+
+
+def first_frames(report):
+    """The first frame line of every stack in a text report."""
+    lines = report.splitlines()
+    return [lines[i + 1].strip() for i, l in enumerate(lines[:-1])
+            if l.startswith("#") and lines[i + 1].startswith("      ")]
+
+
+def test_python_wrappers():
+    """CPython's allocation wrappers at the top of stacks are left out (a
+    CPython with symbols: the one running this test)."""
+    py = os.path.realpath(sys.executable)
+    code = ("class C:\n    pass\n"
+            "keep = [[C() for _ in range(200)] for _ in range(50)]\n")
+    with tmpdir() as d:
+        t = record_trace([py, "-c", code], d)
+        rep = analyze_run(t, "--json", "-", "--top", "40")
+        tops = {s["frames"][0]["function"]
+                for s in json.loads(rep.out)["stacks"] if s["frames"]}
+        wrapped = tops & set(PY_WRAPPERS)
+        check(wrapped, f"{py}: no stack begins in a CPython allocation "
+              f"wrapper ({', '.join(sorted(str(t) for t in tops))}): "
+              "a CPython without symbols cannot test this")
+        shown = first_frames(text(t, "--top", "40"))
+        for f in shown:
+            check(f.split()[0] not in PY_WRAPPERS,
+                  f"default: a stack begins with {f!r}")
+        raw = first_frames(text(t, "--top", "40", "--runtime-frames"))
+        check(any(f.split()[0] in wrapped for f in raw),
+              "--runtime-frames: no stack begins in a CPython wrapper")
+
+
 if __name__ == "__main__":
-    main([test_frames])
+    main([test_frames, test_python_wrappers])
