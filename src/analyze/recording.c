@@ -89,7 +89,8 @@ int recording_siblings(const char *base, char ***paths, size_t *n)
 		v[k].b = b;
 		k++;
 	}
-	qsort(v, k, sizeof(*v), by_numbers);
+	if (k)
+		qsort(v, k, sizeof(*v), by_numbers);
 	if (k && !(*paths = calloc(k, sizeof(**paths))))
 		goto out;
 	for (size_t i = 0; i < k; i++) {
