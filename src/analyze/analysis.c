@@ -498,6 +498,59 @@ void analysis_destroy(struct analysis *a)
 	free(a);
 }
 
+int analysis_add_recording(struct analysis *a)
+{
+	char **paths = NULL;
+	size_t n = 0, k = 1;
+	uint64_t *ev = NULL, *mk = NULL;
+	int rc = -1;
+	if (recording_siblings(a->path, &paths, &n))
+		return -1;
+	if (!n)
+		return 0;
+	a->recording = calloc(n + 1, sizeof(*a->recording));
+	ev = calloc(n + 1, sizeof(*ev));
+	mk = calloc(n + 1, sizeof(*mk));
+	if (!a->recording || !ev || !mk) {
+		hs_error("out of memory");
+		goto out;
+	}
+	struct recording_trace *t = &a->recording[0];
+	char prog[256];
+	t->path = strdup(a->path);
+	t->program = strdup(recording_program(
+		a->exe, a->argv + (a->argc > 0), a->argc > 0 ? a->argc - 1 : 0,
+		prog, sizeof(prog)));
+	t->pid = a->pid;
+	t->ppid = a->ppid;
+	t->events = a->events;
+	t->marks = a->batch_marks;
+	t->complete = a->complete;
+	a->nrecording = 1;
+	if (!t->path || !t->program) {
+		hs_error("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (recording_scan(paths[i], &a->recording[k])) {
+			recording_trace_finish(&a->recording[k]);
+			continue;
+		}
+		a->nrecording = ++k;
+	}
+	for (size_t i = 0; i < k; i++) {
+		ev[i] = a->recording[i].events;
+		mk[i] = a->recording[i].marks;
+	}
+	a->recording_main = recording_main(ev, mk, k);
+	rc = 0;
+out:
+	free(ev);
+	free(mk);
+	recording_paths_free(paths, n);
+	return rc;
+}
+
 const struct batch *analysis_last_batch(const struct analysis *a)
 {
 	return a->series.n ? &a->series.v[a->series.n - 1] : NULL;

@@ -116,6 +116,12 @@ void analysis_destroy(struct analysis *a);
 int analysis_frames(const struct analysis *a, uint64_t id,
 		    struct frame **frames, size_t *n);
 
+/* Reads the other traces of a's recording, those named a's path.PID or
+ * .PID.N (recording.h), into a->recording, a's own first, for the
+ * reports to say which is which; siblings that cannot be read are left
+ * out.  -1 only when out of memory. */
+int analysis_add_recording(struct analysis *a);
+
 /* What both report writers show, said once. */
 /* The last batch; NULL without batches. */
 const struct batch *analysis_last_batch(const struct analysis *a);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
-#include "analyze/recording.h"
 #include "commands.h"
 #include "base/error.h"
 #include "report/report.h"
@@ -164,62 +163,6 @@ static struct analysis *run_one(const char *path,
 	return a;
 }
 
-/* With one trace: the other traces of its recording (FILE.PID...), for
- * the report to say which is which.  Siblings that cannot be read are
- * left out. */
-static int add_recording(struct analysis *a)
-{
-	char **paths = NULL;
-	size_t n = 0, k = 1;
-	uint64_t *ev = NULL, *mk = NULL;
-	int rc = -1;
-	if (recording_siblings(a->path, &paths, &n))
-		return -1;
-	if (!n)
-		return 0;
-	a->recording = calloc(n + 1, sizeof(*a->recording));
-	ev = calloc(n + 1, sizeof(*ev));
-	mk = calloc(n + 1, sizeof(*mk));
-	if (!a->recording || !ev || !mk) {
-		hs_error("out of memory");
-		goto out;
-	}
-	struct recording_trace *t = &a->recording[0];
-	char prog[256];
-	t->path = strdup(a->path);
-	t->program = strdup(recording_program(
-		a->exe, a->argv + (a->argc > 0), a->argc > 0 ? a->argc - 1 : 0,
-		prog, sizeof(prog)));
-	t->pid = a->pid;
-	t->ppid = a->ppid;
-	t->events = a->events;
-	t->marks = a->batch_marks;
-	t->complete = a->complete;
-	a->nrecording = 1;
-	if (!t->path || !t->program) {
-		hs_error("out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (recording_scan(paths[i], &a->recording[k])) {
-			recording_trace_finish(&a->recording[k]);
-			continue;
-		}
-		a->nrecording = ++k;
-	}
-	for (size_t i = 0; i < k; i++) {
-		ev[i] = a->recording[i].events;
-		mk[i] = a->recording[i].marks;
-	}
-	a->recording_main = recording_main(ev, mk, k);
-	rc = 0;
-out:
-	free(ev);
-	free(mk);
-	recording_paths_free(paths, n);
-	return rc;
-}
-
 /* The JSON file, if asked for, then the report on stdout. */
 static int write_reports(const struct analyze_opts *o,
 			 struct analysis *const *v)
@@ -248,7 +191,7 @@ int cmd_analyze(int argc, char **argv)
 	for (size_t i = 0; i < o.npaths; i++)
 		if (!(v[i] = run_one(o.paths[i], &o.a)))
 			goto out;
-	if (o.npaths == 1 && add_recording(v[0])) {
+	if (o.npaths == 1 && analysis_add_recording(v[0])) {
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
 		goto out;
 	}
