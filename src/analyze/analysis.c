@@ -364,6 +364,21 @@ static void decide(struct analysis *a)
 	verdict_decide(&in, &a->verdict);
 }
 
+/* When site g's frame was captured: as in its first path's stack. */
+static uint64_t site_when(const struct analysis *a,
+			  const struct stack_growth *g)
+{
+	uint64_t ips[STACK_DEPTH_MAX], ids[STACK_DEPTH_MAX];
+	if (!g->npaths)
+		return SYMBOLS_NOW;
+	size_t n = stacks_ips(a->stacks, g->paths[0].id, ips, STACK_DEPTH_MAX);
+	stacks_ids(a->stacks, g->paths[0].id, ids, STACK_DEPTH_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (ips[i] == g->site_ip && ids[i] < a->nnode_when)
+			return a->node_when[ids[i]];
+	return SYMBOLS_NOW;
+}
+
 /* Appends the frames of g's stack (site_only: of its site's frame). */
 static int add_frames(const struct analysis *a, struct stack_growth *g,
 		      int site_only)
@@ -373,8 +388,8 @@ static int add_frames(const struct analysis *a, struct stack_growth *g,
 	size_t cap = 0;
 	if (!g->site_ip)
 		return 0;
-	return symbols_resolve(a->symbols, g->site_ip, &g->frames,
-			       &g->nframes, &cap);
+	return symbols_resolve_at(a->symbols, g->site_ip, site_when(a, g),
+				  &g->frames, &g->nframes, &cap);
 }
 
 /* The frames of what the reports show: the top stacks (or sites and

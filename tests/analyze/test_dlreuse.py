@@ -46,6 +46,12 @@ def test_dlreuse():
         check_eq((b["function"], os.path.basename(b["module"] or "")),
                  ("keep_b", "libav_dlreuse_b.so"),
                  "library B's blocks: innermost frame")
+        # grouped by allocation site: the same
+        rep = analyze(t, "--top", ALL_STACKS, "--group-by-site")
+        check_eq(top_frame(rep, A_BYTES * BLOCKS)["function"], "keep_a",
+                 "--group-by-site: library A's site")
+        check_eq(top_frame(rep, B_BYTES * BLOCKS)["function"], "keep_b",
+                 "--group-by-site: library B's site")
 
 
 if __name__ == "__main__":
