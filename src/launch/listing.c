@@ -94,8 +94,8 @@ static void count_text(uint64_t v, char *out, size_t cap)
 	out[o] = 0;
 }
 
-/* Which traces get a line: all if they fit, else the main one and the
- * largest. */
+/* Which traces get a line: all if they fit, else the main one, the
+ * first (the command record ran, which -o named) and the largest. */
 static size_t choose(struct entry *e, size_t n, const struct entry *m,
 		     long max)
 {
@@ -107,6 +107,10 @@ static size_t choose(struct entry *e, size_t n, const struct entry *m,
 	size_t k = 0;
 	if (m) {
 		((struct entry *)m)->listed = 1;
+		k++;
+	}
+	if (k < (size_t)max && !e[0].listed) {
+		e[0].listed = 1;
 		k++;
 	}
 	while (k < (size_t)max) {
@@ -123,10 +127,32 @@ static size_t choose(struct entry *e, size_t n, const struct entry *m,
 
 #define COMMAND_MAX 48 /* characters of a command shown */
 
+/* The command on one line: control characters escaped (python3 -c
+ * "...\n..."), cut after COMMAND_MAX characters. */
+static void command_text(const char *c, char *out, size_t cap)
+{
+	size_t o = 0;
+	if (!c)
+		c = "?";
+	for (; *c && o + 5 < cap && o < COMMAND_MAX; c++) {
+		unsigned char ch = (unsigned char)*c;
+		if (ch == '\n' || ch == '\t')
+			o += (size_t)snprintf(out + o, cap - o, "\\%c",
+					      ch == '\n' ? 'n' : 't');
+		else if (ch < 0x20 || ch == 0x7f)
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
+		else
+			out[o++] = (char)ch;
+	}
+	out[o] = 0;
+	if (*c && o + 4 <= cap)
+		strcat(out, "...");
+}
+
 static void print_entry(const struct entry *e, int wpath, int wpid,
 			int wppid, int wev, int wmarks, int wsize)
 {
-	char ev[32], size[32], cmd[COMMAND_MAX + 4];
+	char ev[32], size[32], cmd[COMMAND_MAX + 16];
 	if (!e->ok) {
 		fprintf(stderr, "heapslope: trace written to %-*s  (unreadable: "
 				"%s)\n", wpath, e->shown, e->err);
@@ -134,9 +160,7 @@ static void print_entry(const struct entry *e, int wpath, int wpid,
 	}
 	count_text(e->s.events, ev, sizeof(ev));
 	size_text(e->s.bytes, size, sizeof(size));
-	const char *c = e->s.command ? e->s.command : "?";
-	snprintf(cmd, sizeof(cmd), "%.*s%s", COMMAND_MAX, c,
-		 strlen(c) > COMMAND_MAX ? "..." : "");
+	command_text(e->s.command, cmd, sizeof(cmd));
 	fprintf(stderr, "heapslope: trace written to %-*s  pid %-*llu  parent "
 			"%-*llu  %*s events  %*llu marks  %*s  %s%s",
 		wpath, e->shown, wpid, (unsigned long long)e->s.pid, wppid,
@@ -198,10 +222,14 @@ static void print_list(struct entry *e, size_t n, long max)
 		fprintf(stderr, "heapslope: ... and %zu more traces (%s); "
 				"--list all lists every one\n", n - listed, size);
 	}
-	if (n > 1 && m)
+	if (n > 1 && m) {
+		char cmd[COMMAND_MAX + 16];
+		command_text(m->s.command, cmd, sizeof(cmd));
 		fprintf(stderr, "heapslope: main trace: %s (%s: %s)\n",
-			m->shown, m->s.command ? m->s.command : "?",
-			by_marks ? "the one with marks" : "no marks, the most events");
+			m->shown, cmd,
+			by_marks ? "the one with marks"
+				 : "no marks, the most events");
+	}
 }
 
 void listing_finish(const struct paths *traces, long root_pid,
