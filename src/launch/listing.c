@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -264,8 +265,12 @@ void listing_finish(const struct paths *traces, long root_pid,
 		if (trace_append_exit(target, wait_status))
 			fprintf(stderr, "heapslope record: note: %s\n",
 				hs_last_error());
-		else if (t)
+		else if (t) {
+			struct stat st;
 			t->s.has_exit = 1;
+			if (stat(t->path, &st) == 0)
+				t->s.bytes = (uint64_t)st.st_size;
+		}
 	}
 	if (!o->quiet)
 		print_list(e, n, o->max);
