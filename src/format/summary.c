@@ -85,7 +85,7 @@ static void read_tail(struct hs_reader *r, const uint64_t at[2],
 	}
 }
 
-int summary_read(const char *path, int count_incomplete,
+int summary_read(const char *path, uint64_t count_bytes,
 		 struct hs_summary *s)
 {
 	struct hs_reader *r = NULL;
@@ -112,17 +112,29 @@ int summary_read(const char *path, int count_incomplete,
 	uint64_t at[2];
 	last_chunks(fd, s->bytes, at);
 	read_tail(r, at, s);
-	if (!s->complete && count_incomplete) {
+	if (!s->complete)
+		s->events = s->marks = 0;
+	if (!s->complete && count_bytes) {
 		/* no counters to read: count, from the start */
 		reader_destroy(r);
 		r = reader_open(path);
 		if (!r)
 			goto out;
 		reader_prefetch(r);
-		s->events = s->marks = 0;
 		s->has_exit = 0;
-		while (reader_next(r, &rec) > 0)
+		/* whole chunks, those that start before count_bytes */
+		uint64_t next = reader_offset(r), chunks = reader_chunks(r);
+		while (reader_next(r, &rec) > 0) {
+			if (reader_chunks(r) != chunks) {
+				if (next >= count_bytes) {
+					s->partial = 1;
+					break;
+				}
+				chunks = reader_chunks(r);
+			}
 			take(s, &rec);
+			next = reader_offset(r);
+		}
 		s->counted = 1;
 	}
 	rc = 0;

@@ -15,16 +15,17 @@ struct hs_summary {
 	unsigned end_reason; /* HS_END_*, if complete */
 	int counted;     /* events and marks are known: from the END record,
 			  * or counted when a trace without one was read */
+	int partial;     /* ... counted in its first bytes only: at least */
 	uint64_t events, marks;
 	int has_exit;    /* record appended the wait status */
 	uint64_t wait_status;
 };
 
-/* Reads path's summary into s; a trace without END is read whole to
- * count its events and marks if count_incomplete, else they stay
- * unknown.  -1 (hs_error) if it is not a readable trace; s is then
- * empty and may be finished. */
-int summary_read(const char *path, int count_incomplete,
+/* Reads path's summary into s.  A trace without END is read from the
+ * start to count its events and marks, up to count_bytes of it (0: not
+ * at all, they stay unknown; past that, partial).  -1 (hs_error) if it is
+ * not a readable trace; s is then empty and may be finished. */
+int summary_read(const char *path, uint64_t count_bytes,
 		 struct hs_summary *s);
 void summary_finish(struct hs_summary *s);
 

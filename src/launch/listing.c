@@ -13,6 +13,11 @@
 #include "format/summary.h"
 #include "format/trace_format.h"
 
+/* How much of a trace without END is read to count its events and
+ * marks (about a second): a program killed after a long run leaves a
+ * large one, and the list must not keep the user waiting. */
+#define COUNT_BYTES ((uint64_t)64 << 20)
+
 struct entry {
 	const char *path;
 	const char *shown; /* path, relative to the current directory */
@@ -150,23 +155,34 @@ static void command_text(const char *c, char *out, size_t cap)
 		strcat(out, "...");
 }
 
+/* Events and marks; "+" after them when only the first part of a
+ * trace without END was counted (they are at least that). */
+static void counts_text(const struct hs_summary *s, char ev[32],
+			char marks[32])
+{
+	const char *plus = s->partial ? "+" : "";
+	count_text(s->events, ev, 30);
+	strcat(ev, plus);
+	snprintf(marks, 32, "%llu%s", (unsigned long long)s->marks, plus);
+}
+
 static void print_entry(const struct entry *e, int wpath, int wpid,
 			int wppid, int wev, int wmarks, int wsize)
 {
-	char ev[32], size[32], cmd[COMMAND_MAX + 16];
+	char ev[32], marks[32], size[32], cmd[COMMAND_MAX + 16];
 	if (!e->ok) {
 		fprintf(stderr, "heapslope: trace written to %-*s  (unreadable: "
 				"%s)\n", wpath, e->shown, e->err);
 		return;
 	}
-	count_text(e->s.events, ev, sizeof(ev));
+	counts_text(&e->s, ev, marks);
 	size_text(e->s.bytes, size, sizeof(size));
 	command_text(e->s.command, cmd, sizeof(cmd));
 	fprintf(stderr, "heapslope: trace written to %-*s  pid %-*llu  parent "
-			"%-*llu  %*s events  %*llu marks  %*s  %s%s",
+			"%-*llu  %*s events  %*s marks  %*s  %s%s",
 		wpath, e->shown, wpid, (unsigned long long)e->s.pid, wppid,
-		(unsigned long long)e->s.ppid, wev, ev, wmarks,
-		(unsigned long long)e->s.marks, wsize, size,
+		(unsigned long long)e->s.ppid, wev, ev, wmarks, marks, wsize,
+		size,
 		e->s.complete ? "" : "incomplete  ", cmd);
 	if (e->s.malloc_owner)
 		fprintf(stderr, "  (no allocation recorded: the program's "
@@ -188,7 +204,7 @@ static void print_list(struct entry *e, size_t n, long max)
 	size_t listed = choose(e, n, m, max);
 	uint64_t rest_bytes = 0;
 	for (size_t i = 0; i < n; i++) {
-		char t[32];
+		char t[32], ev[32], marks[32];
 		int w;
 		if (!e[i].listed) {
 			rest_bytes += e[i].s.bytes;
@@ -202,10 +218,10 @@ static void print_list(struct entry *e, size_t n, long max)
 			wpid = w;
 		if ((w = width_u(e[i].s.ppid)) > wppid)
 			wppid = w;
-		count_text(e[i].s.events, t, sizeof(t));
-		if ((w = (int)strlen(t)) > wev)
+		counts_text(&e[i].s, ev, marks);
+		if ((w = (int)strlen(ev)) > wev)
 			wev = w;
-		if ((w = width_u(e[i].s.marks)) > wmarks)
+		if ((w = (int)strlen(marks)) > wmarks)
 			wmarks = w;
 		size_text(e[i].s.bytes, t, sizeof(t));
 		if ((w = (int)strlen(t)) > wsize)
@@ -252,9 +268,10 @@ void listing_finish(const struct paths *traces, long root_pid,
 		x->order = i;
 		if (l && !strncmp(x->path, cwd, l) && x->path[l] == '/')
 			x->shown = x->path + l + 1;
-		/* the counts of a trace without END cost a full read: only to
-		 * list it */
-		x->ok = summary_read(x->path, !o->quiet, &x->s) == 0;
+		/* the counts of a trace without END cost a read of it: only
+		 * to list it, and only so far */
+		x->ok = summary_read(x->path, o->quiet ? 0 : COUNT_BYTES,
+				     &x->s) == 0;
 		if (!x->ok)
 			snprintf(x->err, sizeof(x->err), "%s", hs_last_error());
 	}

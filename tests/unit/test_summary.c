@@ -86,7 +86,7 @@ static void test_complete(void)
 	struct hs_summary s;
 	snprintf(path, sizeof(path), "%s/end.hst", dir);
 	long size = write_trace(path, 1);
-	CHECK(summary_read(path, 1, &s) == 0);
+	CHECK(summary_read(path, UINT64_MAX, &s) == 0);
 	CHECK(s.pid == 4242 && s.ppid == 4200);
 	CHECK(s.command && !strcmp(s.command, "python3 train.py"));
 	CHECK(s.bytes == (uint64_t)size);
@@ -110,17 +110,24 @@ static void test_incomplete(void)
 	struct hs_summary s;
 	snprintf(path, sizeof(path), "%s/noend.hst", dir);
 	long size = write_trace(path, 0);
-	CHECK(summary_read(path, 1, &s) == 0);
+	CHECK(summary_read(path, UINT64_MAX, &s) == 0);
 	CHECK(!s.complete && s.counted);
 	CHECK(s.events == CHUNKS * ALLOCS && s.marks == CHUNKS);
 	summary_finish(&s);
+	CHECK(!s.partial);
+	summary_finish(&s);
+	/* asked to count the first 100 bytes only: the first chunk, then at
+	 * least what was counted */
+	CHECK(summary_read(path, 100, &s) == 0);
+	CHECK(!s.complete && s.counted && s.partial);
+	CHECK(s.events == ALLOCS && s.marks == 1);
 	/* not asked to count: unknown */
 	CHECK(summary_read(path, 0, &s) == 0);
 	CHECK(!s.complete && !s.counted);
 	summary_finish(&s);
 	/* cut inside the last chunk: the whole chunks before are counted */
 	CHECK(truncate(path, size - 3) == 0);
-	CHECK(summary_read(path, 1, &s) == 0);
+	CHECK(summary_read(path, UINT64_MAX, &s) == 0);
 	CHECK(!s.complete && s.events == (CHUNKS - 1) * ALLOCS &&
 	      s.marks == CHUNKS - 1);
 	summary_finish(&s);
@@ -128,7 +135,7 @@ static void test_incomplete(void)
 	snprintf(path, sizeof(path), "%s/cutend.hst", dir);
 	size = write_trace(path, 1);
 	CHECK(truncate(path, size - 2) == 0);
-	CHECK(summary_read(path, 1, &s) == 0);
+	CHECK(summary_read(path, UINT64_MAX, &s) == 0);
 	CHECK(!s.complete && s.events == CHUNKS * ALLOCS);
 	summary_finish(&s);
 }
@@ -138,19 +145,19 @@ static void test_not_traces(void)
 	char path[64];
 	struct hs_summary s;
 	snprintf(path, sizeof(path), "%s/missing.hst", dir);
-	CHECK(summary_read(path, 1, &s) == -1);
+	CHECK(summary_read(path, UINT64_MAX, &s) == -1);
 	CHECK(strstr(hs_last_error(), "missing.hst") != NULL);
 	summary_finish(&s);
 	snprintf(path, sizeof(path), "%s/text", dir);
 	FILE *f = fopen(path, "w");
 	fputs("not a trace at all\n", f);
 	fclose(f);
-	CHECK(summary_read(path, 1, &s) == -1);
+	CHECK(summary_read(path, UINT64_MAX, &s) == -1);
 	CHECK(s.command == NULL);
 	summary_finish(&s);
 	f = fopen(path, "w"); /* empty */
 	fclose(f);
-	CHECK(summary_read(path, 1, &s) == -1);
+	CHECK(summary_read(path, UINT64_MAX, &s) == -1);
 	summary_finish(&s);
 }
 
