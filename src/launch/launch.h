@@ -30,7 +30,8 @@ struct launch_opts {
 		.interval_ms = HS_INTERVAL_DEFAULT,                          \
 		.depth = HS_DEPTH_DEFAULT,                                   \
 		.mallinfo = HS_MALLINFO_DEFAULT,                             \
-		.list_max = LAUNCH_LIST_DEFAULT,                                             \
+		.mmap = HS_MMAP_DEFAULT,                                     \
+		.list_max = LAUNCH_LIST_DEFAULT,                             \
 	}
 
 /* Runs o->cmd under the recorder.  Returns record's exit status: the
