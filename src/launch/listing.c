@@ -34,9 +34,9 @@ static int by_start(const void *a, const void *b)
 	const struct entry *x = a, *y = b;
 	if (x->ok != y->ok)
 		return y->ok - x->ok;
-	if (x->ok && x->s.start_monotonic_ns != y->s.start_monotonic_ns)
-		return x->s.start_monotonic_ns < y->s.start_monotonic_ns ? -1
-										      : 1;
+	uint64_t tx = x->s.start_monotonic_ns, ty = y->s.start_monotonic_ns;
+	if (x->ok && tx != ty)
+		return tx < ty ? -1 : 1;
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
