@@ -74,6 +74,7 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 static void reset_counts(struct analysis *a)
 {
 	a->complete = a->truncated = a->has_end = a->has_exit = 0;
+	a->range.has_exiting = 0;
 	a->events = a->duration_ns = a->batch_marks = a->label_marks = 0;
 	a->samples = 0;
 	series_finish(&a->series);
@@ -135,14 +136,16 @@ static int on_event(void *ctx, const struct hs_record *rec)
 static int on_time(void *ctx, uint64_t now)
 {
 	struct pass *p = ctx;
+	const uint64_t until = p->a->range.until_ns;
 	p->now = now;
-	if (p->src != BATCHES_TIME || now < p->boundary)
+	if (p->src != BATCHES_TIME || now < p->boundary || p->boundary > until)
 		return 0;
 	/* checked before any is made: time:1ns over an hour is 3.6e12 */
 	if ((now - p->boundary) / p->window >= WINDOWS_MAX - p->a->series.n)
 		return hs_error("more than %u time windows: use a longer "
 				"--batches time:DURATION", WINDOWS_MAX);
-	for (; now >= p->boundary; p->boundary += p->window)
+	for (; now >= p->boundary && p->boundary <= until;
+	     p->boundary += p->window)
 		if (replay_batch_end(p->replay, p->boundary, 0))
 			return -1;
 	return 0;
@@ -167,8 +170,12 @@ static int on_mark(void *ctx, const struct hs_record *rec)
 		p->a->label_marks++;
 		return 0;
 	}
-	p->a->batch_marks++;
-	if (p->src != BATCHES_MARKER)
+	/* the index, in the whole run, of the batch it ends */
+	const uint64_t k = p->a->batch_marks++;
+	const struct analysis_range *rg = &p->a->range;
+	if (p->src != BATCHES_MARKER || k < rg->from_batch ||
+	    k >= rg->until_batch || p->now < rg->from_ns ||
+	    p->now > rg->until_ns)
 		return 0;
 	return replay_batch_end(p->replay, p->now, 1);
 }
@@ -206,6 +213,19 @@ static int on_stop(void *ctx, const struct hs_record *rec)
 	return 0;
 }
 
+/* Extension records: the process began to exit. */
+static int on_record(void *ctx, const struct hs_record *rec)
+{
+	struct analysis *a = ((struct pass *)ctx)->a;
+	if (rec->kind != HS_REC_EXT)
+		return 0;
+	if (rec->ext_type == HS_EXT_EXITING && !a->range.has_exiting) {
+		a->range.has_exiting = 1;
+		a->range.exiting_ns = rec->time_ns;
+	}
+	return 0;
+}
+
 static int on_done(void *ctx, const struct walk_end *e)
 {
 	struct analysis *a = ((struct pass *)ctx)->a;
@@ -230,6 +250,7 @@ static const struct walk_sink sink = {
 	.end = on_end,
 	.exit = on_process_exit,
 	.stop = on_stop,
+	.record = on_record,
 	.done = on_done,
 };
 
@@ -238,7 +259,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 		  enum batch_source src, uint64_t window, struct pass *p)
 {
 	*p = (struct pass){ .a = a, .o = o, .src = src, .window = window,
-			    .boundary = window };
+			    .boundary = a->range.from_ns + window };
 	reset_counts(a);
 	return walk(a->path, &sink, p);
 }
@@ -255,6 +276,133 @@ static uint64_t auto_window(uint64_t duration_ns)
 		w *= 10;
 	}
 	return w;
+}
+
+/* The range as given: bounds in seconds, and batch:N for batch marks. */
+static void range_init(struct analysis_range *rg,
+		       const struct analysis_opts *o)
+{
+	*rg = (struct analysis_range){ .until_ns = RANGE_END,
+				       .until_batch = UINT64_MAX };
+	rg->from_set = o->from.set;
+	rg->until_set = o->until.set;
+	if (o->from.set && o->from.is_batch)
+		rg->from_batch = o->from.batch;
+	else if (o->from.set)
+		rg->from_ns = o->from.ns;
+	if (o->until.set && o->until.is_batch)
+		rg->until_batch = o->until.batch;
+	else if (o->until.set)
+		rg->until_ns = o->until.ns;
+}
+
+static uint64_t windows_ns(uint64_t n, uint64_t window)
+{
+	return n && window > (RANGE_END - 1) / n ? RANGE_END - 1 : n * window;
+}
+
+/* With time windows, batch:N is the start of window N. */
+static void range_windows(struct analysis_range *rg,
+			  const struct analysis_opts *o, uint64_t window)
+{
+	if (o->from.set && o->from.is_batch) {
+		rg->from_ns = windows_ns(o->from.batch, window);
+		rg->from_batch = 0;
+	}
+	if (o->until.set && o->until.is_batch) {
+		rg->until_ns = windows_ns(o->until.batch, window);
+		rg->until_batch = UINT64_MAX;
+	}
+}
+
+/* The time the range covers, within the trace. */
+static uint64_t range_span(const struct analysis *a)
+{
+	uint64_t until = a->range.until_ns < a->duration_ns ? a->range.until_ns
+							    : a->duration_ns;
+	return until > a->range.from_ns ? until - a->range.from_ns : 0;
+}
+
+/* Bounds past the end of the trace, or an empty range: range_error. */
+static int range_check(struct analysis *a, const struct analysis_opts *o)
+{
+	const struct analysis_range *rg = &a->range;
+	char *e = a->range_error;
+	const size_t n = sizeof(a->range_error);
+	const double end = a->duration_ns / 1e9;
+	const int marks = a->source == BATCHES_MARKER;
+	if (marks && o->from.set && o->from.is_batch &&
+	    o->from.batch >= a->batch_marks)
+		snprintf(e, n, "--from batch:%llu is past the last batch (the "
+			 "trace has %llu)", (unsigned long long)o->from.batch,
+			 (unsigned long long)a->batch_marks);
+	else if (marks && o->until.set && o->until.is_batch &&
+		 o->until.batch > a->batch_marks)
+		snprintf(e, n, "--until batch:%llu is past the last batch (the "
+			 "trace has %llu)", (unsigned long long)o->until.batch,
+			 (unsigned long long)a->batch_marks);
+	else if (o->from.set && rg->from_ns >= a->duration_ns)
+		snprintf(e, n, "--from %.3f s is past the end of the trace "
+			 "(%.3f s)", rg->from_ns / 1e9, end);
+	else if (o->until.set && !o->until.end &&
+		 rg->until_ns != RANGE_END && rg->until_ns > a->duration_ns)
+		snprintf(e, n, "--until %.3f s is past the end of the trace "
+			 "(%.3f s; --until end means the end)",
+			 rg->until_ns / 1e9, end);
+	else if (rg->from_ns >= rg->until_ns ||
+		 rg->from_batch >= rg->until_batch)
+		snprintf(e, n, "--from must come before --until");
+	return e[0] ? -1 : 0;
+}
+
+/* With time windows and no marks: leaves out the start-up and the
+ * teardown (range.h), unless --from / --until say where to start and
+ * stop.  1 when it cuts away some of the series. */
+static int auto_cut(struct analysis *a)
+{
+	struct analysis_range *rg = &a->range;
+	const struct series *s = &a->series;
+	if (a->source == BATCHES_MARKER || a->batch_marks || !s->n)
+		return 0;
+	char start[128] = "", stop[160] = "";
+	if (!rg->until_set) {
+		uint64_t until = RANGE_END;
+		size_t j = range_teardown_window(s->v, s->n);
+		if (j < s->n)
+			until = s->v[j - 1].end_ns;
+		if (rg->has_exiting && rg->exiting_ns < until) {
+			until = rg->exiting_ns;
+			rg->teardown_exiting = 1;
+		}
+		if (until < s->v[s->n - 1].end_ns) {
+			rg->until_ns = until;
+			rg->teardown_cut = 1;
+			snprintf(stop, sizeof(stop),
+				 "the teardown after %.3f s (%s; --until end "
+				 "keeps it)", until / 1e9,
+				 rg->teardown_exiting
+					 ? "the process began to exit"
+					 : "the live heap fell for good");
+		}
+	}
+	if (!rg->from_set) {
+		size_t n = 0;
+		while (n < s->n && s->v[n].end_ns <= rg->until_ns)
+			n++;
+		size_t k = range_startup_windows(s->v, n);
+		if (k) {
+			rg->from_ns = s->v[k - 1].end_ns;
+			rg->startup_cut = 1;
+			snprintf(start, sizeof(start),
+				 "the start-up before %.3f s (--from 0 keeps "
+				 "it)", rg->from_ns / 1e9);
+		}
+	}
+	if (start[0] || stop[0])
+		snprintf(rg->left_out, sizeof(rg->left_out),
+			 "left out automatically: %s%s%s", start,
+			 start[0] && stop[0] ? " and " : "", stop);
+	return start[0] || stop[0];
 }
 
 /* The pinning blocks of the last batch end, by stack id. */
@@ -382,14 +530,41 @@ struct analysis *analysis_create(const char *path,
 		o->batches == BATCHES_TIME ? BATCHES_TIME : BATCHES_MARKER;
 	a->source = src;
 	a->window_ns = o->window_ns;
+	range_init(&a->range, o);
+	if (src == BATCHES_TIME)
+		range_windows(&a->range, o, o->window_ns);
 	if (stream(a, o, src, o->window_ns, &p))
 		goto fail;
 	if (o->batches == BATCHES_AUTO && a->batch_marks == 0 &&
 	    a->duration_ns > 0) {
-		/* no marks: a second pass with time windows */
+		/* no marks: a second pass with time windows, about
+		 * AUTO_WINDOWS of them over the range */
 		pass_finish(&p);
 		a->source = BATCHES_AUTO;
-		a->window_ns = auto_window(a->duration_ns);
+		range_windows(&a->range, o, auto_window(a->duration_ns));
+		/* windows about 3 times finer to find the start-up and the
+		 * teardown, unless --from and --until leave nothing to find */
+		uint64_t span = range_span(a);
+		a->window_ns = auto_window(a->range.from_set &&
+						   a->range.until_set
+					   ? span : span / 3);
+		if (stream(a, o, BATCHES_TIME, a->window_ns, &p))
+			goto fail;
+	}
+	if (range_check(a, o)) {
+		pass_finish(&p);
+		return a; /* a->range_error says why */
+	}
+	int again = auto_cut(a);
+	if (a->source == BATCHES_AUTO) {
+		uint64_t w = auto_window(range_span(a));
+		again |= w != a->window_ns;
+		a->window_ns = w;
+	}
+	if (again) {
+		/* the start-up or the teardown is left out: again, with
+		 * the windows over what is left */
+		pass_finish(&p);
 		if (stream(a, o, BATCHES_TIME, a->window_ns, &p))
 			goto fail;
 	}

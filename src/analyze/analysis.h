@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "growth.h"
+#include "range.h"
 #include "regress.h"
 #include "replay.h"
 #include "series.h"
@@ -39,6 +40,23 @@ struct analysis_opts {
 	size_t top;                /* stacks symbolized and reported */
 	int group_by_site;
 	const char *debuginfo_path;
+	struct range_bound from, until; /* --from, --until */
+};
+
+/* The stretch analysed: the batches whose end lies in [from_ns, until_ns]
+ * and, with batch marks, whose index (in the whole run's numbering) lies
+ * in [from_batch, until_batch).  Everything before from and after until
+ * is still replayed (the heap stays whole) but is in no batch. */
+struct analysis_range {
+	uint64_t from_ns, until_ns;       /* until RANGE_END: the end */
+	uint64_t from_batch, until_batch; /* until UINT64_MAX: the last */
+	int from_set, until_set;          /* given on the command line */
+	int startup_cut, teardown_cut;    /* left out automatically */
+	int teardown_exiting;             /* ... from the EXITING record */
+	int has_exiting;
+	uint64_t exiting_ns;              /* the process began to exit */
+	char left_out[320];               /* one line: what was left out
+					   * and how to keep it; "" if nothing */
 };
 
 struct analysis {
@@ -66,6 +84,8 @@ struct analysis {
 	uint64_t window_ns;
 	size_t warmup;
 	int warmup_auto;
+	struct analysis_range range;
+	char range_error[256]; /* a bad --from / --until: nothing analysed */
 	struct replay_totals totals;
 	struct series series;
 	struct growth growth;

@@ -396,6 +396,25 @@ static cJSON *stacks(const struct analysis *a)
 	return v;
 }
 
+/* The stretch analysed (heapslope-report(5)). */
+static cJSON *range(const struct analysis *a)
+{
+	const struct analysis_range *rg = &a->range;
+	cJSON *r = cJSON_CreateObject();
+	num(r, "from_s", rg->from_ns / 1e9);
+	num_if(r, "until_s", rg->until_ns != RANGE_END, rg->until_ns / 1e9);
+	num_if(r, "from_batch", rg->from_batch != 0, (double)rg->from_batch);
+	num_if(r, "until_batch", rg->until_batch != UINT64_MAX,
+	       (double)rg->until_batch);
+	cJSON_AddBoolToObject(r, "from_given", rg->from_set);
+	cJSON_AddBoolToObject(r, "until_given", rg->until_set);
+	cJSON_AddBoolToObject(r, "startup_cut", rg->startup_cut);
+	cJSON_AddBoolToObject(r, "teardown_cut", rg->teardown_cut);
+	num_if(r, "exiting_s", rg->has_exiting, rg->exiting_ns / 1e9);
+	str_or_null(r, "left_out", rg->left_out[0] ? rg->left_out : NULL);
+	return r;
+}
+
 static cJSON *report(const struct analysis *a)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -409,6 +428,7 @@ static cJSON *report(const struct analysis *a)
 	cJSON_AddItemToObject(root, "trace", trace(a));
 	cJSON_AddItemToObject(root, "totals", totals(a));
 	cJSON_AddItemToObject(root, "batches", batches(a));
+	cJSON_AddItemToObject(root, "range", range(a));
 	cJSON_AddItemToObject(root, "growth", growth(a));
 	cJSON_AddStringToObject(root, "verdict",
 				words_verdict(a->verdict.verdict));

@@ -80,6 +80,34 @@ static void summary(FILE *o, const struct analysis *a)
 		a->warmup_auto ? " (automatic)" : "");
 }
 
+/* The stretch analysed, and what was left out automatically. */
+static void range(FILE *o, const struct analysis *a)
+{
+	const struct analysis_range *rg = &a->range;
+	const int whole = !rg->from_ns && rg->until_ns == RANGE_END &&
+			  !rg->from_batch && rg->until_batch == UINT64_MAX;
+	if (whole && !rg->from_set && !rg->until_set)
+		return;
+	fprintf(o, "  range     ");
+	if (rg->from_batch || rg->until_batch != UINT64_MAX)
+		fprintf(o, "batches %" PRIu64 " to %s", rg->from_batch,
+			rg->until_batch == UINT64_MAX ? "the last" : "");
+	if (rg->until_batch != UINT64_MAX)
+		fprintf(o, "%" PRIu64 " (excluded)", rg->until_batch);
+	if (rg->from_ns || rg->until_ns != RANGE_END || whole) {
+		if (rg->from_batch || rg->until_batch != UINT64_MAX)
+			fprintf(o, ", ");
+		fprintf(o, "%.3f s to ", rg->from_ns / 1e9);
+		if (rg->until_ns == RANGE_END)
+			fprintf(o, "the end");
+		else
+			fprintf(o, "%.3f s", rg->until_ns / 1e9);
+	}
+	fprintf(o, " of %.3f s\n", a->duration_ns / 1e9);
+	if (rg->left_out[0])
+		fprintf(o, "  cut       %s\n", rg->left_out);
+}
+
 static void verdict(FILE *o, const struct analysis *a, int utf8)
 {
 	const struct growth *g = &a->growth;
@@ -373,6 +401,7 @@ int text_write(FILE *o, const struct analysis *a,
 {
 	const int utf8 = opts->utf8;
 	summary(o, a);
+	range(o, a);
 	verdict(o, a, utf8);
 	decomposition(o, a);
 	series(o, a, utf8);
