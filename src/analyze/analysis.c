@@ -31,6 +31,8 @@ struct pass {
 	struct replay *replay;
 	struct heapmap *heap;
 	struct symbols *symbols;
+	struct stacks *map_stacks; /* with HS_OPT_MAPS */
+	struct maps *maps;
 };
 
 static void pass_finish(struct pass *p)
@@ -39,6 +41,10 @@ static void pass_finish(struct pass *p)
 	heapmap_destroy(p->heap);
 	stacks_destroy(p->stacks);
 	symbols_destroy(p->symbols);
+	maps_destroy(p->maps);
+	stacks_destroy(p->map_stacks);
+	p->maps = NULL;
+	p->map_stacks = NULL;
 	p->replay = NULL;
 	p->heap = NULL;
 	p->stacks = NULL;
@@ -98,6 +104,15 @@ static int on_header(void *ctx, const struct hs_header *h)
 	if (!p->replay || !p->symbols)
 		return -1;
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
+	a->has_maps = (h->options & HS_OPT_MAPS) != 0;
+	if (a->has_maps) {
+		p->map_stacks = stacks_create(o->warmup > 0 ? (uint32_t)o->warmup
+							    : 0, 0);
+		p->maps = p->map_stacks ? maps_create(p->map_stacks) : NULL;
+		if (!p->maps)
+			return -1;
+		a->series.maps = p->maps;
+	}
 	/* each batch of the series takes the heap's shape at its end */
 	a->series.heap = p->heap;
 	if (replay_add_consumer(p->replay, &stacks_consumer, p->stacks) ||
@@ -154,6 +169,9 @@ static int on_time(void *ctx, uint64_t now)
 static int on_stack(void *ctx, const struct hs_record *rec)
 {
 	struct pass *p = ctx;
+	if (p->map_stacks &&
+	    stacks_node(p->map_stacks, rec->id, rec->parent, rec->ip))
+		return -1;
 	return stacks_node(p->stacks, rec->id, rec->parent, rec->ip);
 }
 
@@ -213,12 +231,16 @@ static int on_stop(void *ctx, const struct hs_record *rec)
 	return 0;
 }
 
-/* Extension records: the process began to exit. */
+/* Extension records: mappings, and the process began to exit. */
 static int on_record(void *ctx, const struct hs_record *rec)
 {
-	struct analysis *a = ((struct pass *)ctx)->a;
+	struct pass *p = ctx;
+	struct analysis *a = p->a;
 	if (rec->kind != HS_REC_EXT)
 		return 0;
+	if (p->maps && p->replay &&
+	    maps_record(p->maps, rec, p->replay->batch))
+		return -1;
 	if (rec->ext_type == HS_EXT_EXITING && !a->range.has_exiting) {
 		a->range.has_exiting = 1;
 		a->range.exiting_ns = rec->time_ns;
@@ -441,12 +463,39 @@ static int rank(struct analysis *a, int by_site)
 			   &a->nranked);
 }
 
+/* The mapping stacks, ranked; the first `top` with their frames, kind
+ * and file. */
+static int rank_maps(struct analysis *a, struct pass *p, size_t top)
+{
+	if (!p->maps)
+		return 0;
+	if (stacks_rank(p->map_stacks, (uint32_t)a->warmup,
+			(uint32_t)a->series.n, 0, &a->map_ranked,
+			&a->nmap_ranked))
+		return -1;
+	a->maps_shown = a->nmap_ranked < top ? a->nmap_ranked : top;
+	if (!a->maps_shown)
+		return 0;
+	a->map_info = calloc(a->maps_shown, sizeof(*a->map_info));
+	if (!a->map_info)
+		return hs_error("out of memory");
+	for (size_t i = 0; i < a->maps_shown; i++) {
+		struct stack_growth *g = &a->map_ranked[i];
+		uint32_t slot = stacks_ref(p->map_stacks, g->id);
+		const char *path;
+		maps_slot(p->maps, slot, &a->map_info[i].kind, &path);
+		if (path && !(a->map_info[i].path = strdup(path)))
+			return hs_error("out of memory");
+	}
+	return 0;
+}
+
 /* The verdict, from the growth and the stacks ranked one by one. */
 static void decide(struct analysis *a)
 {
 	size_t batches = a->series.n;
 	const struct growth *g = &a->growth;
-	const struct verdict_input in = {
+	struct verdict_input in = {
 		.points = batches > a->warmup ? batches - a->warmup : 0,
 		.live_slope = g->live.slope,
 		.live_r2 = g->live.r2,
@@ -462,7 +511,21 @@ static void decide(struct analysis *a)
 		.stacks = a->ranked,
 		.nstacks = a->nranked,
 		.complete = a->complete,
+		.has_maps = g->has_maps,
+		.mapped_slope = g->mapped.slope,
+		.mapped_r2 = g->mapped.r2,
+		.mapped_mean = g->mapped_mean,
+		.has_retained = g->has_decomposition,
+		.retained_slope = g->retained.slope,
 	};
+	if (in.points) {
+		const struct batch *b0 = &a->series.v[a->warmup],
+				   *b1 = &a->series.v[batches - 1];
+		in.rss_first = (double)b0->rss_bytes;
+		in.rss_last = (double)b1->rss_bytes;
+		in.held_first = (double)(b0->live_bytes + b0->mapped_bytes);
+		in.held_last = (double)(b1->live_bytes + b1->mapped_bytes);
+	}
 	verdict_decide(&in, &a->verdict);
 }
 
@@ -493,6 +556,9 @@ static int symbolize(struct analysis *a, size_t top)
 			if (add_frames(a, &g->paths[j], 0))
 				return -1;
 	}
+	for (size_t i = 0; i < a->maps_shown; i++)
+		if (add_frames(a, &a->map_ranked[i], 0))
+			return -1;
 	a->pins_shown = a->npins < top ? a->npins : top;
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		struct pin_group *g = &a->pins[i];
@@ -574,6 +640,10 @@ struct analysis *analysis_create(const char *path,
 	a->symbols = p.symbols;
 	p.stacks = NULL;
 	p.symbols = NULL;
+	if (p.maps) {
+		maps_state(p.maps, &a->maps_end);
+		stacks_close(p.map_stacks, (uint32_t)a->series.n);
+	}
 	a->bad_stack_refs = stacks_bad_refs(a->stacks);
 	a->distinct_stacks = stacks_count(a->stacks);
 	size_t batches = a->series.n;
@@ -582,7 +652,7 @@ struct analysis *analysis_create(const char *path,
 	a->warmup = o->warmup < 0 ? regress_auto_warmup(batches)
 				  : (size_t)o->warmup;
 	growth_fit(&a->growth, &a->series, a->warmup, a->glibc);
-	if (copy_pins(a, &p) || rank(a, 0))
+	if (copy_pins(a, &p) || rank(a, 0) || rank_maps(a, &p, o->top))
 		goto fail;
 	decide(a);
 	if ((o->group_by_site && rank(a, 1)) || symbolize(a, o->top))
@@ -600,6 +670,10 @@ void analysis_destroy(struct analysis *a)
 	if (!a)
 		return;
 	stacks_growth_free(a->ranked, a->nranked);
+	stacks_growth_free(a->map_ranked, a->nmap_ranked);
+	for (size_t i = 0; i < a->maps_shown && a->map_info; i++)
+		free(a->map_info[i].path);
+	free(a->map_info);
 	for (size_t i = 0; i < a->npins; i++)
 		symbols_frames_free(a->pins[i].frames, a->pins[i].nframes);
 	free(a->pins);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "growth.h"
+#include "maps.h"
 #include "range.h"
 #include "regress.h"
 #include "replay.h"
@@ -105,6 +106,19 @@ struct analysis {
 	size_t paths_shown; /* with by_site: paths per site that have frames */
 	int by_site;
 	size_t distinct_stacks;
+	/* memory the program mapped itself (maps.h): the trace has it when
+	 * it was recorded with HS_OPT_MAPS */
+	int has_maps;
+	struct maps_state maps_end; /* when the trace ends: mapped at exit */
+	/* mapping stacks ranked like the heap's (leaked_*: still mapped
+	 * when the trace ends); the first maps_shown have frames, and the
+	 * kind and file of their latest mapping */
+	struct stack_growth *map_ranked;
+	size_t nmap_ranked, maps_shown;
+	struct map_stack {
+		unsigned kind; /* enum hs_map_kind */
+		char *path;    /* NULL: none */
+	} *map_info;
 	struct stacks *stacks;   /* every stack: see analysis_frames */
 	struct symbols *symbols; /* owns the frames' module names */
 };

@@ -109,15 +109,13 @@ size_t range_teardown_window(const struct batch *v, size_t n)
 	double md = median(v, n / 2, n, dlive, scratch);
 	free(scratch);
 	double margin = SETTLED_FACTOR * md + SETTLED_BYTES;
-	for (size_t j = n - n / 4; j < n; j++) {
-		double before = (double)v[j - 1].live_bytes;
-		if ((double)v[j].live_bytes >= before - margin)
-			continue;
-		size_t i = j;
-		while (i < n && (double)v[i].live_bytes < before - margin)
-			i++;
-		if (i == n)
-			return j;
-	}
-	return n;
+	/* the last highest point of the second half */
+	size_t p = n / 2;
+	for (size_t i = n / 2; i < n; i++)
+		if (v[i].live_bytes >= v[p].live_bytes)
+			p = i;
+	if (p + 1 >= n || p < n - n / 4 - 1 ||
+	    (double)v[n - 1].live_bytes >= (double)v[p].live_bytes - margin)
+		return n;
+	return p + 1;
 }

@@ -36,10 +36,11 @@ int range_parse(const char *arg, const char *opt, struct range_bound *b);
 #define RANGE_MIN_WINDOWS 6
 size_t range_startup_windows(const struct batch *v, size_t n);
 
-/* Teardown seen in the series: the first window j of the last quarter
- * whose live heap drops by more than 4 x the median |dL| + 256 KiB and
- * never comes back to within that margin of where it was before it;
- * returns j, or n when there is none. */
+/* Teardown seen in the series: the live heap falls for good from its
+ * last highest point of the second half, p, when p lies in the last
+ * quarter and the last window ends more than 4 x the median |dL| +
+ * 256 KiB below it; returns p + 1, the first window of the fall, or n
+ * when there is none. */
 size_t range_teardown_window(const struct batch *v, size_t n);
 
 #endif

@@ -30,7 +30,8 @@ LEAK_PER_BATCH = 102400
 CACHE_PER_BATCH = 10240
 LIVE_PER_BATCH = LEAK_PER_BATCH + CACHE_PER_BATCH
 
-VERDICTS = ("leak", "retention", "fragmentation", "mixed", "stable")
+VERDICTS = ("leak", "retention", "fragmentation", "mixed", "stable",
+            "mapped", "touching", "other")
 ALL_STACKS = "1000000"  # --top: every stack
 
 

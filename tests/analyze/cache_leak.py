@@ -37,7 +37,7 @@ def teardown():
     keys = list(cache)
     for n, k in enumerate(keys):
         del cache[k]
-        if n % 10 == 0:
+        if n % 5 == 0:
             time.sleep(0.01)
 
 
