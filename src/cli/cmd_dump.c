@@ -46,7 +46,8 @@ static const struct argp argp = {
 struct stats {
 	uint64_t allocations, frees, reallocs, failed, marks, samples, stacks,
 		threads, events, modules, mmaps, munmaps, allocated_bytes;
-	int complete, has_end, has_exit;
+	int complete, has_end, has_exit, exiting;
+	uint64_t exiting_ns; /* when the process began to exit */
 	char stop_reason[512]; /* recording stopped early: why */
 	unsigned end_reason;
 	uint64_t end_counts[HS_COUNT_MAX];
@@ -79,6 +80,14 @@ static void count(struct stats *s, const struct hs_record *r)
 		break;
 	case HS_REC_FAIL: s->failed++; break;
 	case HS_REC_MUNMAP: s->munmaps++; break;
+	case HS_REC_EXT:
+		if (r->ext_type == HS_EXT_MAP || r->ext_type == HS_EXT_REMAP)
+			s->mmaps++;
+		else if (r->ext_type == HS_EXT_UNMAP)
+			s->munmaps++;
+		else if (r->ext_type == HS_EXT_EXITING && !s->exiting)
+			s->exiting = 1, s->exiting_ns = r->time_ns;
+		break;
 	case HS_REC_MARK: s->marks++; break;
 	case HS_REC_SAMPLE: s->samples++; break;
 	case HS_REC_STACK: s->stacks++; break;
@@ -115,6 +124,8 @@ static void print_header(const struct hs_header *h)
 	       h->options);
 	if (h->malloc_owner)
 		printf("# malloc_owner %s (not recorded)\n", h->malloc_owner);
+	if (h->pymalloc_set)
+		printf("# pythonmalloc malloc (set by record)\n");
 	printf("# exe %s\n# unwind %s allocator %s heap_start 0x%" PRIx64
 	       "\n# argv",
 	       h->exe ? h->exe : "?", h->unwind ? h->unwind : "?",
@@ -153,6 +164,8 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 	printf("modules: %" PRIu64 "\n", s->modules);
 	printf("events: %" PRIu64 "\n", s->events);
 	printf("duration_s: %.3f\n", s->last_time / 1e9);
+	if (s->exiting)
+		printf("exiting_s: %.3f\n", s->exiting_ns / 1e9);
 	printf("chunks: %" PRIu64 "\n", e->chunks);
 	printf("bytes: %" PRIu64 "\n", e->bytes);
 	printf("complete: %s\n", s->complete ? "yes" : "no");
@@ -172,7 +185,9 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 			    s->end_counts[HS_COUNT_FREES] == s->frees &&
 			    s->end_counts[HS_COUNT_REALLOCS] == s->reallocs &&
 			    s->end_counts[HS_COUNT_FAILED] == s->failed &&
-			    s->end_counts[HS_COUNT_STACKS] == s->stacks;
+			    s->end_counts[HS_COUNT_STACKS] == s->stacks &&
+			    s->end_counts[HS_COUNT_MMAPS] == s->mmaps &&
+			    s->end_counts[HS_COUNT_MUNMAPS] == s->munmaps;
 		/* all it saw was recorded, and it did not stop early */
 		agree = agree && !s->end_counts[HS_COUNT_UNRECORDED] &&
 			!s->stop_reason[0] && !h->malloc_owner;

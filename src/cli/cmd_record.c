@@ -8,7 +8,7 @@
 #define STR(x) STR_(x)
 #define STR_(x) #x
 
-enum { OPT_INTERVAL = 1000, OPT_DEPTH, OPT_NO_FOLLOW, OPT_MMAP, OPT_KEEP_PY,
+enum { OPT_INTERVAL = 1000, OPT_DEPTH, OPT_NO_FOLLOW, OPT_MMAP, OPT_NO_MMAP, OPT_KEEP_PY,
        OPT_UNWIND, OPT_ALLOCATOR, OPT_MALLINFO };
 
 static const struct argp_option options[] = {
@@ -25,8 +25,12 @@ static const struct argp_option options[] = {
 	  STR(HS_DEPTH_DEFAULT) ", at most " STR(HS_DEPTH_MAX) ")", 0 },
 	{ "no-follow", OPT_NO_FOLLOW, NULL, 0,
 	  "Do not record forked or exec'd child processes", 0 },
-	{ "mmap", OPT_MMAP, NULL, 0,
-	  "Also record anonymous mmap, munmap and mremap", 0 },
+	{ "no-mmap", OPT_NO_MMAP, NULL, 0,
+	  "Do not record the program's own mappings (mmap, mremap, munmap, "
+	  "shmat, shmdt: recorded by default, anonymous and file-backed, "
+	  "private and shared)", 0 },
+	{ "mmap", OPT_MMAP, NULL, OPTION_HIDDEN,
+	  "Record the program's mappings (the default)", 0 },
 	{ "keep-pymalloc", OPT_KEEP_PY, NULL, 0,
 	  "Do not set PYTHONMALLOC=malloc for Python programs", 0 },
 	{ "unwind", OPT_UNWIND, "METHOD", 0,
@@ -70,6 +74,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_MMAP:
 		o->mmap = 1;
+		break;
+	case OPT_NO_MMAP:
+		o->mmap = 0;
 		break;
 	case OPT_KEEP_PY:
 		o->keep_pymalloc = 1;

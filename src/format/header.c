@@ -58,7 +58,8 @@ int header_parse(const uint8_t *buf, size_t len, unsigned version,
 			     key == HS_HDR_START_MONOTONIC ||
 			     key == HS_HDR_PAGE_SIZE || key == HS_HDR_DEPTH ||
 			     key == HS_HDR_OPTIONS || key == HS_HDR_INTERVAL ||
-			     key == HS_HDR_HEAP_START;
+			     key == HS_HDR_HEAP_START ||
+			     key == HS_HDR_PYMALLOC;
 		if (is_int && varint_get(&val, vend, &v))
 			goto corrupt;
 		switch (key) {
@@ -71,6 +72,7 @@ int header_parse(const uint8_t *buf, size_t len, unsigned version,
 		case HS_HDR_OPTIONS: h->options = v; break;
 		case HS_HDR_INTERVAL: h->interval_ms = v; break;
 		case HS_HDR_HEAP_START: h->heap_start = v; break;
+		case HS_HDR_PYMALLOC: h->pymalloc_set = v == 1; break;
 		case HS_HDR_EXE:
 			if (set_string(&h->exe, val, n))
 				goto fail;

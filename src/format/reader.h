@@ -23,6 +23,7 @@ struct hs_header {
 	char *unwind;
 	char *allocator;
 	char *malloc_owner; /* the program's malloc is not the recorder's */
+	int pymalloc_set;   /* `record` set PYTHONMALLOC=malloc */
 };
 
 struct hs_segment {

@@ -36,8 +36,11 @@ static int set_environment(const struct child *c)
 		 *pre ? " " : "", pre);
 	setenv("LD_PRELOAD", preload, 1);
 	setenv(HS_ENV_ALLOCATOR, c->alloc_name, 1);
-	if (!o->keep_pymalloc)
-		setenv("PYTHONMALLOC", "malloc", 0);
+	unsetenv(HS_ENV_PYMALLOC);
+	if (!o->keep_pymalloc && !getenv("PYTHONMALLOC")) {
+		setenv("PYTHONMALLOC", "malloc", 1);
+		setenv(HS_ENV_PYMALLOC, "1", 1);
+	}
 	snprintf(num, sizeof(num), "%ld", o->interval_ms);
 	setenv(HS_ENV_INTERVAL, num, 1);
 	snprintf(num, sizeof(num), "%ld", o->depth);

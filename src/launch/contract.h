@@ -21,8 +21,13 @@
 #define HS_ENV_FOLLOW "HEAPSLOPE_FOLLOW" /* 1: record forked children and
 					  * exec'd images; 0: not */
 #define HS_FOLLOW_DEFAULT 1
-#define HS_ENV_MMAP "HEAPSLOPE_MMAP" /* 1: record anonymous mmap too */
-#define HS_MMAP_DEFAULT 0
+#define HS_ENV_MMAP "HEAPSLOPE_MMAP" /* 1: record every mapping the program
+				      * makes (mmap, mremap, munmap, shmat,
+				      * shmdt); 0: none */
+#define HS_MMAP_DEFAULT 1
+/* "1": record set PYTHONMALLOC=malloc for the program (it was unset), for
+ * the trace header; believed only while PYTHONMALLOC is still "malloc" */
+#define HS_ENV_PYMALLOC "HEAPSLOPE_PYMALLOC"
 #define HS_ENV_MALLINFO "HEAPSLOPE_MALLINFO" /* when marks read mallinfo2 */
 enum hs_mallinfo { HS_MALLINFO_NEVER, HS_MALLINFO_AUTO, HS_MALLINFO_ALWAYS };
 #define HS_MALLINFO_DEFAULT HS_MALLINFO_AUTO

@@ -25,6 +25,7 @@ struct launch_opts {
 		.interval_ms = HS_INTERVAL_DEFAULT,                          \
 		.depth = HS_DEPTH_DEFAULT,                                   \
 		.mallinfo = HS_MALLINFO_DEFAULT,                             \
+		.mmap = HS_MMAP_DEFAULT,                                     \
 	}
 
 /* Runs o->cmd under the recorder.  Returns record's exit status: the

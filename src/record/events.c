@@ -1,11 +1,13 @@
-/* Heap events, marks, thread names and module records, appended under
+/* Heap events, the program's mappings, marks, thread names, module
+ * records and the start of exit, appended under
  * the recorder lock; calls nested in recorder code, set aside while
  * their thread holds it. */
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 
-#include "anonmap.h"
 #include "internal.h"
+#include "maps.h"
 #include "records.h"
 #include "stacks.h"
 #include "unwind.h"
@@ -96,6 +98,11 @@ void events_count_unrecorded(void)
 			   __ATOMIC_RELAXED);
 }
 
+void rec_unrecorded(void)
+{
+	events_count_unrecorded();
+}
+
 /* New code (a dlopen) shows up as new stack nodes: check the loader then,
  * outside the lock, so module records follow the first stack into it. */
 static void after_fresh_nodes(int fresh)
@@ -106,7 +113,7 @@ static void after_fresh_nodes(int fresh)
 
 /* One heap event, as the hooks see it. */
 struct event {
-	unsigned kind, fn; /* HS_REC_ALLOC, _FREE, _REALLOC, _FAIL, _MUNMAP */
+	unsigned kind, fn; /* HS_REC_ALLOC, _FREE, _REALLOC, _FAIL */
 	uintptr_t old, ptr;
 	uint64_t size;
 };
@@ -123,7 +130,7 @@ put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
 	if (!p)
 		return;
 	uint32_t id = 0;
-	if (e->kind != HS_REC_FREE && e->kind != HS_REC_MUNMAP) {
+	if (e->kind != HS_REC_FREE) {
 		id = stacks_known(key);
 		if (!id)
 			id = stacks_intern(ips, n, key, &p, fresh);
@@ -131,8 +138,7 @@ put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
 	switch (e->kind) {
 	case HS_REC_ALLOC:
 		p = enc_alloc(&R->enc, p, e->fn, e->ptr, e->size, id);
-		count_event(e->fn == HS_FN_MMAP ? HS_COUNT_MMAPS
-						: HS_COUNT_ALLOCATIONS);
+		count_event(HS_COUNT_ALLOCATIONS);
 		break;
 	case HS_REC_FAIL:
 		p = enc_fail(p, e->fn, e->size, id);
@@ -142,15 +148,10 @@ put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
 		p = enc_free(&R->enc, p, e->fn, e->ptr);
 		count_event(HS_COUNT_FREES);
 		break;
-	case HS_REC_MUNMAP:
-		p = enc_munmap(&R->enc, p, e->ptr, e->size);
-		count_event(HS_COUNT_MUNMAPS);
-		break;
 	default:
 		p = enc_realloc(&R->enc, p, e->fn, e->old, e->ptr, e->size,
 				id);
-		count_event(e->fn == HS_FN_MREMAP ? HS_COUNT_MMAPS
-						  : HS_COUNT_REALLOCS);
+		count_event(HS_COUNT_REALLOCS);
 	}
 	buffer_commit(p);
 }
@@ -249,7 +250,7 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 	struct event e = { kind, fn, (uintptr_t)old, (uintptr_t)ptr, size };
 	uintptr_t ips[HS_DEPTH_MAX];
 	int n = 0;
-	if (kind != HS_REC_FREE && kind != HS_REC_MUNMAP) {
+	if (kind != HS_REC_FREE) {
 		n = unwind_capture_plain(ips, hs_settings.depth);
 		if (n == 0 && ra) {
 			ips[0] = (uintptr_t)ra;
@@ -258,6 +259,8 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 	}
 	nested_put(&e, ips, n);
 }
+
+static void put_exiting(uint64_t t);
 
 /* ---- events ---- */
 
@@ -270,8 +273,6 @@ static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
 	int fresh = 0;
 	rec_lock();
-	if (kind == HS_REC_ALLOC && fn == HS_FN_MMAP)
-		anonmap_add((uintptr_t)ptr, size);
 	put_event(&e, ips, n, key, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
@@ -292,19 +293,11 @@ void rec_free(unsigned fn, const void *ptr)
 	struct event e = { HS_REC_FREE, fn, 0, (uintptr_t)ptr, 0 };
 	int fresh = 0;
 	rec_lock();
+	/* CPython's teardown is frees: its start is seen at the first */
+	if (__builtin_expect(exiting_py_finalizing != NULL, 0) &&
+	    !hs_rec.exiting && exiting_python())
+		put_exiting(now_ns());
 	put_event(&e, NULL, 0, 0, &fresh);
-	unlock();
-}
-
-void rec_munmap(const void *ptr, size_t len)
-{
-	struct event e = { HS_REC_MUNMAP, HS_FN_MUNMAP, 0, (uintptr_t)ptr,
-			   len };
-	int fresh = 0;
-	rec_lock();
-	/* only memory the program mapped anonymously: not its files */
-	if (anonmap_remove((uintptr_t)ptr, len))
-		put_event(&e, NULL, 0, 0, &fresh);
 	unlock();
 }
 
@@ -328,21 +321,6 @@ int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
 		return 0;
 	rec_lock();
 	return 1;
-}
-
-void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
-		    size_t len, int n, const uintptr_t *ips)
-{
-	/* a remapped file mapping is none of our business */
-	if (!anonmap_remove((uintptr_t)old, old_len)) {
-		rec_unlock();
-		return;
-	}
-	if (ptr)
-		anonmap_add((uintptr_t)ptr, len);
-	else
-		anonmap_add((uintptr_t)old, old_len); /* failed: still there */
-	rec_realloc_end(HS_FN_MREMAP, old, ptr, len, n, ips);
 }
 
 /* What a realloc-like call did. */
@@ -382,6 +360,134 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 	put_event(&e, ips, n, 0, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
+}
+
+/* ---- the program's own mappings ---- */
+
+/* A map, unmap or remap record was appended. */
+static void count_map(unsigned counter)
+{
+	hs_rec.counts[counter]++;
+	hs_rec.events_since_tick = 1;
+}
+
+/* Lock held: the record of a new mapping, with the stack ips[0..n). */
+static void put_map(const struct map_call *m, const uintptr_t *ips, int n,
+		    uint64_t key, int *fresh)
+{
+	struct map_file f = { HS_MAP_ANON, 0, 0, "", 0 };
+	if (m->shmid >= 0)
+		f.kind = HS_MAP_SYSV;
+	else if (!(m->flags & MAP_ANONYMOUS)) {
+		maps_describe(m->fd, &f);
+	}
+	maps_add(m->addr, m->len);
+	uint8_t *p = reserve_thread(event_bound(n) + HS_MAP_MAX(f.path_len));
+	if (!p)
+		return;
+	uint32_t id = stacks_known(key);
+	if (!id)
+		id = stacks_intern(ips, n, key, &p, fresh);
+	p = enc_map(p, m->addr, m->len, (uint64_t)m->prot, (uint64_t)m->flags,
+		    f.kind, f.dev, f.ino, m->offset, id, f.path, f.path_len);
+	count_map(HS_COUNT_MMAPS);
+	buffer_commit(p);
+}
+
+void rec_map(const struct map_call *m)
+{
+	uintptr_t ips[HS_DEPTH_MAX];
+	uint64_t key;
+	int n = unwind_capture(ips, hs_settings.depth, &key);
+	int fresh = 0;
+	rec_lock();
+	put_map(m, ips, n, key, &fresh);
+	unlock();
+	after_fresh_nodes(fresh);
+}
+
+/* Lock held: [addr, addr+len) given back, if the program mapped any of
+ * it; len 0: the System V segment attached at addr. */
+static void put_unmap(uintptr_t addr, size_t len)
+{
+	size_t known = len ? len : maps_length_at(addr);
+	if (!known || !maps_remove(addr, known))
+		return;
+	uint8_t *p = reserve_thread(HS_UNMAP_MAX);
+	if (!p)
+		return;
+	buffer_commit(enc_unmap(p, addr, len));
+	count_map(HS_COUNT_MUNMAPS);
+}
+
+void rec_unmap(const void *addr, size_t len)
+{
+	rec_lock();
+	put_unmap((uintptr_t)addr, len);
+	unlock();
+}
+
+void rec_shmdt(const void *addr)
+{
+	rec_lock();
+	put_unmap((uintptr_t)addr, 0);
+	unlock();
+}
+
+void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
+		    size_t len, int flags, int n, const uintptr_t *ips)
+{
+	int fresh = 0;
+	/* a failed call changed nothing; a mapping of the allocator's or
+	 * the loader's is none of ours */
+	if (ptr && old_len && maps_remove((uintptr_t)old, old_len)) {
+		maps_add((uintptr_t)ptr, len);
+		uint8_t *p = reserve_thread(event_bound(n) + HS_REMAP_MAX);
+		if (p) {
+			uint32_t id = stacks_intern(ips, n, 0, &p, &fresh);
+			p = enc_remap(p, (uintptr_t)old, old_len,
+				      (uintptr_t)ptr, len, (uint64_t)flags,
+				      id);
+			count_map(HS_COUNT_MMAPS);
+			buffer_commit(p);
+		}
+	}
+	unlock();
+	after_fresh_nodes(fresh);
+}
+
+void events_maps_reset(void)
+{
+	maps_clear();
+}
+
+/* ---- the start of exit ---- */
+
+/* Lock held: the process begins to exit (once per trace). */
+static void put_exiting(uint64_t t)
+{
+	if (hs_rec.exiting || !hs_live->on)
+		return;
+	uint8_t *p = buffer_reserve(HS_EXITING_MAX);
+	if (!p)
+		return;
+	buffer_commit(enc_exiting(p, t));
+	hs_rec.exiting = 1;
+}
+
+void rec_exiting(void)
+{
+	if (!hs_live->on || hs_rec.exiting)
+		return;
+	rec_lock();
+	put_exiting(now_ns());
+	unlock();
+}
+
+void events_exiting_poll(uint64_t t)
+{
+	if (!hs_rec.exiting && exiting_python())
+		put_exiting(t);
 }
 
 /* ---- marks, thread names, modules ---- */

@@ -24,6 +24,7 @@ struct recorder {
 	int failed;          /* recording stopped on an error */
 	int fail_kind;       /* FAIL_*: how it stopped */
 	int ended;           /* the trace's end record is written */
+	int exiting;         /* its exiting record is written */
 	int finishing;       /* the image ends: the last chance to write */
 	int on_at_fork;      /* recording when fork() was called */
 	uint64_t start_ns;   /* CLOCK_MONOTONIC at the trace's start */
@@ -82,6 +83,20 @@ void events_modules_changed(void);
 void events_modules_poll(void);
 /* A forked child's trace has seen no module. */
 void events_modules_reset(void);
+/* Nor any of the program's mappings. */
+void events_maps_reset(void);
+/* Writer thread, lock held: the exiting record, at time t, if CPython
+ * began its finalization. */
+void events_exiting_poll(uint64_t t);
+
+/* ---- exiting.c: when the process begins to exit ---- */
+
+/* Finds CPython's runtime state in the image, if it is one (start-up). */
+void exiting_init(void);
+/* Whether CPython's finalization has begun (any thread). */
+int exiting_python(void);
+/* _PyRuntime._finalizing, if this image is CPython 3.11 or 3.12 */
+extern const uintptr_t *exiting_py_finalizing;
 
 /* ---- stacks.c ---- see stacks.h */
 

@@ -41,7 +41,7 @@ static void start_clock(void)
 static void start_trace_file(unsigned options, int adopt)
 {
 	if (hs_settings.record_mmap)
-		options |= HS_OPT_MMAP;
+		options |= HS_OPT_MAPS;
 	hs_started = 1;
 	hs_live->owner = 1;
 	if (trace_open(adopt) || trace_write_header(options))
@@ -125,6 +125,7 @@ void recorder_init(int argc, char **argv)
 	R->pid = getpid();
 	R->gen = 1;
 	settings_read();
+	exiting_init();
 	start_clock();
 	live_map();
 	if (!hs_settings.follow && !first_image())
@@ -382,6 +383,7 @@ static void fork_child(void)
 	writer_forget();
 	buffer_reset();
 	R->ended = 0;
+	R->exiting = 0;
 	events_forget_thread();
 	signals_forget(t);
 	int was_on = R->on_at_fork && !t->fork_nested;
@@ -393,6 +395,7 @@ static void fork_child(void)
 	R->gen++;
 	memset(R->counts, 0, sizeof(R->counts));
 	events_modules_reset();
+	events_maps_reset();
 	R->events_since_tick = 0;
 	if (stacks_reset()) {
 		hs_fail("cannot allocate the stack table", ENOMEM);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 
 #include "cxx.h"
 #include "interpose.h"
@@ -65,6 +66,9 @@ static void resolve(void)
 	RESOLVE(mmap);
 	RESOLVE(munmap);
 	RESOLVE(mremap);
+	RESOLVE(shmat);
+	RESOLVE(shmdt);
+	RESOLVE(exit);
 	RESOLVE(execve);
 	RESOLVE(execvpe);
 	RESOLVE(fexecve);
@@ -360,20 +364,38 @@ SIMPLE_ALIGNED(memalign, HS_FN_MEMALIGN, (size_t a, size_t n), (a, n), n)
 SIMPLE_ALIGNED(valloc, HS_FN_VALLOC, (size_t n), (n), n)
 SIMPLE_ALIGNED(pvalloc, HS_FN_PVALLOC, (size_t n), (n), n)
 
-/* ---- anonymous memory maps, recorded with --mmap ---- */
+/* ---- the program's own mappings ---- */
+
+/* A mapping call the program made: recorded unless --no-mmap.  Those the
+ * allocator makes (inside its calls, or from its own object: jemalloc's
+ * background thread) belong to its heap; those made while the thread runs
+ * recorder code are a handler's that could not wait: counted, since the
+ * stack and the lock they need are in use. */
+static inline int map_recorded(enum hook_mode mode, const void *caller)
+{
+	if (!hs_settings.record_mmap)
+		return 0;
+	if (mode == HOOK_NESTED) {
+		rec_unrecorded();
+		return 0;
+	}
+	return mode == HOOK_RECORD && !own_caller(caller);
+}
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		  off_t off)
 {
 	if (unlikely(!ready()))
 		return MAP_FAILED;
-	/* the allocator's own maps (nested calls) belong to the heap */
 	HOOK_BEGIN();
 	void *p = real.mmap(addr, len, prot, flags, fd, off);
-	if (mode == HOOK_RECORD && hs_settings.record_mmap &&
-	    (flags & MAP_ANONYMOUS))
-		record_result(mode, HS_FN_MMAP, p == MAP_FAILED ? NULL : p,
-			      len, CALLER);
+	if (p != MAP_FAILED && map_recorded(mode, CALLER)) {
+		int e = errno;
+		struct map_call m = { (uintptr_t)p, len, (uint64_t)prot,
+				      (uint64_t)flags, (uint64_t)off, fd, -1 };
+		rec_map(&m);
+		errno = e;
+	}
 	HOOK_END();
 	return p;
 }
@@ -385,9 +407,10 @@ EXPORT int munmap(void *addr, size_t len)
 	if (unlikely(!ready()))
 		return -1;
 	HOOK_BEGIN();
-	if (mode == HOOK_RECORD && hs_settings.record_mmap) {
+	/* before the call: once it returns, another thread may map there */
+	if (map_recorded(mode, CALLER)) {
 		int e = errno;
-		rec_munmap(addr, len);
+		rec_unmap(addr, len);
 		errno = e;
 	}
 	int rc = real.munmap(addr, len);
@@ -408,20 +431,80 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 		return MAP_FAILED;
 	HOOK_BEGIN();
 	void *p;
-	if (mode == HOOK_RECORD && hs_settings.record_mmap) {
+	if (map_recorded(mode, CALLER)) {
 		int depth;
 		uintptr_t *ips = hs_thread.scratch;
+		/* the lock is held across the call: no other thread maps at
+		 * the old place before the record says it is free */
 		rec_realloc_begin(&depth, ips);
 		p = real.mremap(old, old_len, len, flags, new_addr);
 		int e = errno;
-		rec_mremap_end(old, old_len, p == MAP_FAILED ? NULL : p,
-			       len ? len : 1, depth, ips);
+		rec_mremap_end(old, old_len, p == MAP_FAILED ? NULL : p, len,
+			       flags, depth, ips);
 		errno = e;
 	} else {
 		p = real.mremap(old, old_len, len, flags, new_addr);
 	}
 	HOOK_END();
 	return p;
+}
+
+EXPORT void *shmat(int shmid, const void *addr, int shmflg)
+{
+	if (unlikely(!ready()))
+		return (void *)-1;
+	HOOK_BEGIN();
+	void *p = real.shmat(shmid, addr, shmflg);
+	if (p != (void *)-1 && map_recorded(mode, CALLER)) {
+		int e = errno;
+		struct shmid_ds ds;
+		if (shmctl(shmid, IPC_STAT, &ds) == 0) {
+			int prot = shmflg & SHM_RDONLY
+					   ? PROT_READ
+					   : PROT_READ | PROT_WRITE;
+			struct map_call m = { (uintptr_t)p, ds.shm_segsz,
+					      (uint64_t)prot, (uint64_t)shmflg,
+					      (uint64_t)shmid, -1, shmid };
+			rec_map(&m);
+		} else {
+			rec_unrecorded();
+		}
+		errno = e;
+	}
+	HOOK_END();
+	return p;
+}
+
+EXPORT int shmdt(const void *addr)
+{
+	if (unlikely(!ready()))
+		return -1;
+	HOOK_BEGIN();
+	if (map_recorded(mode, CALLER)) {
+		int e = errno;
+		rec_shmdt(addr);
+		errno = e;
+	}
+	int rc = real.shmdt(addr);
+	HOOK_END();
+	return rc;
+}
+
+/* ---- the start of exit ---- */
+
+EXPORT void exit(int status)
+{
+	if (ready()) {
+		struct tstate *t = &hs_thread;
+		if (hook_mode(t) == HOOK_RECORD) {
+			busy_enter(t);
+			rec_exiting();
+			busy_leave(t);
+		}
+	}
+	if (real.exit)
+		real.exit(status);
+	_exit(status);
 }
 
 __attribute__((constructor)) static void preload_init(int argc, char **argv)

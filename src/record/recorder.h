@@ -67,6 +67,7 @@ struct settings {
 	int interval_ms;
 	int follow;
 	int record_mmap;
+	int pymalloc_set;  /* record set PYTHONMALLOC=malloc, still in force */
 	int mallinfo;      /* enum hs_mallinfo: when marks read mallinfo2 */
 	int glibc_heap;    /* glibc's malloc is underneath: mallinfo2 says
 			    * how its heap is used */
@@ -168,7 +169,6 @@ void recorder_abandoned(void);
 void rec_alloc(unsigned fn, const void *p, size_t size);
 void rec_fail(unsigned fn, size_t size);
 void rec_free(unsigned fn, const void *p); /* before the real free */
-void rec_munmap(const void *p, size_t len);
 /* A call of the allocation API made while the thread runs recorder code
  * (busy, not guard.h's internal): the allocator calling itself, or a
  * signal handler that interrupted the recorder and that it could not
@@ -193,9 +193,27 @@ int rec_nested_realloc_begin(int *depth, uintptr_t *ips);
 void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
 			    const void *ptr, size_t size, int n,
 			    const uintptr_t *ips);
-/* the same for mremap: recorded only for the program's anonymous maps */
+
+/* The program's own mappings: mmap (anonymous or of a descriptor) and
+ * shmat; those the allocator, the loader or the recorder make are not
+ * told.  Only the unmaps and remaps of mappings told are recorded. */
+struct map_call {
+	uintptr_t addr;
+	uint64_t len, prot, flags, offset; /* shmat: shmflg, the shmid */
+	int fd;    /* the descriptor mapped, without MAP_ANONYMOUS */
+	int shmid; /* shmat's segment, else -1 */
+};
+void rec_map(const struct map_call *m);
+void rec_unmap(const void *addr, size_t len); /* before the real munmap */
+void rec_shmdt(const void *addr);             /* before the real shmdt */
+/* mremap runs between rec_realloc_begin and this */
 void rec_mremap_end(const void *old, size_t old_len, const void *p,
-		    size_t len, int depth, const uintptr_t *ips);
+		    size_t len, int flags, int depth, const uintptr_t *ips);
+/* The process begins to exit: exit() (the recorder also sees CPython's
+ * finalization by itself, exiting.c); what follows is teardown. */
+void rec_exiting(void);
+/* A call the recorder saw but could not record (counted in the trace). */
+void rec_unrecorded(void);
 void rec_mark(unsigned kind, const char *label);
 void rec_thread_name(const char *name);
 

@@ -64,7 +64,8 @@ void writer_wake(int all)
 	wakeup_signal(&W.wake, all);
 }
 
-/* Lock held: a time record, if events came since the last one. */
+/* Lock held: a time record, if events came since the last one; the
+ * exiting record once CPython began to finalize. */
 static void tick(uint64_t t)
 {
 	if (hs_rec.events_since_tick) {
@@ -73,6 +74,7 @@ static void tick(uint64_t t)
 			buffer_commit(enc_timerec(&hs_rec.enc, p, t));
 		hs_rec.events_since_tick = 0;
 	}
+	events_exiting_poll(t);
 }
 
 /* Lock held, and given back meanwhile: RSS only, since mallinfo2 walks

@@ -216,30 +216,30 @@ def test_marks():
 
 
 def test_mmap_counts():
-    """--mmap: anonymous mmap, mremap and munmap of the program, exactly;
-    maps of files are not anonymous memory and are not recorded
-    (trace_format.h: HS_REC_MUNMAP is 'a range of anonymous mmap memory
-    given back')."""
+    """The program's mappings are recorded by default, exactly: n + 1
+    anonymous mmaps, m mremaps and one file mapping, each given back;
+    --no-mmap records none of them and leaves the heap's counts alone."""
     n, m = 100, 5
     with tmpdir() as d:
-        r = record([prog("maps"), str(n), str(m)], d, output="plain.hst")
+        r = record([prog("maps"), str(n), str(m)], d, output="plain.hst",
+                   opts=["--no-mmap"])
         s = dump_stats(r.trace())
-        check_complete(s, "maps without --mmap")
+        check_complete(s, "maps --no-mmap")
         check_counts(s, with_baseline({"allocations": n, "frees": n,
                                        "mmaps": 0, "munmaps": 0}),
-                     "maps without --mmap")
-        r = record([prog("maps"), str(n), str(m)], d, opts=["--mmap"])
+                     "maps --no-mmap")
+        r = record([prog("maps"), str(n), str(m)], d)
         s = dump_stats(r.trace())
-        check_complete(s, "maps --mmap")
+        check_complete(s, "maps")
         check_counts(s, with_baseline({"allocations": n, "frees": n}),
-                     "maps --mmap")
-        # n + 1 mmaps and m mremaps; n + 1 munmaps of anonymous memory
-        check_eq(s["mmaps"], n + 1 + m, "maps --mmap: mmaps (mmap + mremap)")
+                     "maps")
+        check_eq(s["mmaps"], n + 1 + m + 1,
+                 "maps: mmaps (anonymous, mremap, the file's)")
         names = line_names(r.trace())
-        check_eq(names["mmap"], n + 1, "maps --mmap: mmap lines")
-        check_eq(names["mremap"], m, "maps --mmap: mremap lines")
-        check_eq(s["munmaps"], n + 1, "maps --mmap: munmaps (the munmap of "
-                 "a file mapping is not anonymous memory)")
+        check_eq(names["map"], n + 2, "maps: map lines")
+        check_eq(names["remap"], m, "maps: remap lines")
+        check_eq(s["munmaps"], n + 2, "maps: munmaps")
+        check_eq(names["unmap"], n + 2, "maps: unmap lines")
 
 
 def test_signal_storm():
