@@ -19,7 +19,8 @@
  * - Otherwise R grows and neither L nor M explains it:
  *   - T >= 0.5 R (glibc): fragmentation, or mixed when (L + M) >= 0.2 R;
  *   - neither L nor M grows, RSS started below the memory held (live +
- *     mapped) and ends at most 8 MiB + 5% above it: touching (the
+ *     mapped) at the first batch of the regression and rose, up to the
+ *     last, by no more than the memory held at the last: touching (the
  *     program touches pages it already holds);
  *   - (L + M) >= 0.2 R: mixed;
  *   - T unknown (another allocator): fragmentation;
@@ -46,8 +47,6 @@
 #define EXPLAINS 0.5
 #define FRAGMENTS 0.2
 #define LEAK_SHARE 0.5
-#define TOUCH_SLACK_BYTES (8.0 * 1024 * 1024)
-#define TOUCH_SLACK_SHARE 0.05
 
 static int grows(double slope, double r2, double mean, size_t points,
 		 double min_bytes)
@@ -78,8 +77,7 @@ static double leaked_share(const struct verdict_input *in)
 static int touching(const struct verdict_input *in)
 {
 	return in->has_rss && in->rss_first < in->held_first &&
-	       in->rss_last <= in->held_last + TOUCH_SLACK_BYTES +
-				       TOUCH_SLACK_SHARE * in->held_last;
+	       in->rss_last - in->rss_first <= in->held_last;
 }
 
 /* R grows and neither L nor M explains it alone. */
@@ -102,8 +100,8 @@ static const char *unexplained(const struct verdict_input *in,
 	if (!out->live_grows && !out->mapped_grows && touching(in)) {
 		out->verdict = VERDICT_TOUCHING;
 		return "R rises while the live heap and the mappings stay flat, "
-		       "and RSS stays below them (+ 8 MiB + 5%): the program "
-		       "touches pages of memory it already holds, not "
+		       "from below them and by no more than they hold: the "
+		       "program touches pages of memory it already holds, not "
 		       "fragmentation";
 	}
 	if (part) {
