@@ -357,6 +357,8 @@ static cJSON *fragmentation(const struct analysis *a)
 		num(d, "live_bytes_per_batch", a->growth.live.slope);
 		num(d, "retained_bytes_per_batch", a->growth.retained.slope);
 		num(d, "other_bytes_per_batch", a->growth.other_slope);
+		num_if(d, "mapped_bytes_per_batch", a->growth.has_maps,
+		       a->growth.mapped.slope);
 	} else {
 		cJSON_AddNullToObject(f, "decomposition");
 	}
