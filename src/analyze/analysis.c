@@ -27,6 +27,7 @@ struct pass {
 	uint64_t window, boundary; /* BATCHES_TIME: the next window's end */
 	uint64_t now;              /* the latest time seen */
 	int preloaded;             /* symbols_preload started */
+	int started;               /* the range's start has been passed */
 	struct stacks *stacks;
 	struct replay *replay;
 	struct heapmap *heap;
@@ -153,6 +154,12 @@ static int on_time(void *ctx, uint64_t now)
 	struct pass *p = ctx;
 	const uint64_t until = p->a->range.until_ns;
 	p->now = now;
+	if (!p->started && now >= p->a->range.from_ns) {
+		/* the first window's counts start at --from */
+		p->started = 1;
+		if (p->a->range.from_ns)
+			replay_batch_skip(p->replay);
+	}
 	if (p->src != BATCHES_TIME || now < p->boundary || p->boundary > until)
 		return 0;
 	/* checked before any is made: time:1ns over an hour is 3.6e12 */
@@ -191,9 +198,13 @@ static int on_mark(void *ctx, const struct hs_record *rec)
 	/* the index, in the whole run, of the batch it ends */
 	const uint64_t k = p->a->batch_marks++;
 	const struct analysis_range *rg = &p->a->range;
-	if (p->src != BATCHES_MARKER || k < rg->from_batch ||
-	    k >= rg->until_batch || p->now < rg->from_ns ||
-	    p->now > rg->until_ns)
+	if (p->src != BATCHES_MARKER)
+		return 0;
+	if (k < rg->from_batch || p->now < rg->from_ns) {
+		replay_batch_skip(p->replay); /* before the range */
+		return 0;
+	}
+	if (k >= rg->until_batch || p->now > rg->until_ns)
 		return 0;
 	return replay_batch_end(p->replay, p->now, 1);
 }
@@ -241,7 +252,9 @@ static int on_record(void *ctx, const struct hs_record *rec)
 	if (p->maps && p->replay &&
 	    maps_record(p->maps, rec, p->replay->batch))
 		return -1;
-	if (rec->ext_type == HS_EXT_EXITING && !a->range.has_exiting) {
+	/* the earliest, should there be several (threads, fork) */
+	if (rec->ext_type == HS_EXT_EXITING &&
+	    (!a->range.has_exiting || rec->time_ns < a->range.exiting_ns)) {
 		a->range.has_exiting = 1;
 		a->range.exiting_ns = rec->time_ns;
 	}

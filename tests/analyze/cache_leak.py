@@ -27,7 +27,7 @@ import zipfile, zoneinfo  # noqa
 table = {i: str(i) * 8 for i in range(100000)}
 del table
 
-VALUE = 16 * 1024
+VALUE = 64 * 1024
 iterations = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 cache = {}
 
