@@ -108,6 +108,26 @@ static void range(FILE *o, const struct analysis *a)
 		fprintf(o, "  cut       %s\n", rg->left_out);
 }
 
+/* The mapping stack that grows most, in one line, under a `mapped`
+ * verdict. */
+static void top_mapping(FILE *o, const struct analysis *a)
+{
+	static const char *const kinds[] = { "anon", "file", "shm", "memfd",
+					     "sysv", "other" };
+	const struct stack_growth *m = &a->map_ranked[0];
+	const struct map_stack *info = &a->map_info[0];
+	const char *fn = NULL;
+	char b1[32];
+	for (size_t i = 0; i < m->nframes && !fn; i++)
+		fn = m->frames[i].function;
+	fprintf(o, "  grows most: the %s mapping%s%s made in %s, %s/batch "
+		   "(mapping stack #1 below)\n",
+		info->kind < 6 ? kinds[info->kind] : "other",
+		info->path ? " of " : "", info->path ? info->path : "",
+		fn ? fn : "an unsymbolized function",
+		words_bytes(m->bytes_per_batch, b1, sizeof(b1)));
+}
+
 static void verdict(FILE *o, const struct analysis *a, int utf8)
 {
 	const struct growth *g = &a->growth;
@@ -127,6 +147,8 @@ static void verdict(FILE *o, const struct analysis *a, int utf8)
 			words_bytes(g->heap.slope, b1, sizeof(b1)));
 	fprintf(o, ", over %zu batches\n", g->live.n);
 	fprintf(o, "  why: %s\n", a->verdict.text);
+	if (a->verdict.verdict == VERDICT_MAPPED && a->maps_shown)
+		top_mapping(o, a);
 }
 
 /* " (42%)": v's share of RSS's slope, or "" without RSS. */

@@ -75,6 +75,9 @@ def test_kinds():
     # the top of the text report points at the mapping
     lines = text.splitlines()
     check("Verdict: mapped" in lines, "kinds: text verdict line")
+    check(any(l.startswith("  grows most: the anon mapping made in "
+                           "map_anon_batch") for l in lines),
+          "kinds: the verdict names the top mapping stack:\n" + text[:1500])
     first = next((i for i, l in enumerate(lines) if l.startswith("#1 ")),
                  None)
     check(first is not None and "anon" in lines[first] and
