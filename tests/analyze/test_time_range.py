@@ -11,7 +11,7 @@ import os
 import sys
 
 from analyze_common import (analyze, analyze_run, check, check_eq, main,
-                            record, run, tmpdir)
+                            near, prog, record, record_trace, run, tmpdir)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "cache_leak.py")
@@ -141,6 +141,40 @@ def test_exiting_record():
           "a batch ends after the exit began")
 
 
+def test_batch_marks():
+    """--from batch:N --until batch:M with batch marks: batches N to M-1 of
+    the run, their slope; batch:N past the last batch is refused; time
+    bounds pick the batches whose mark lies within them; marks are never
+    cut automatically."""
+    with tmpdir() as d:
+        t = record_trace([prog("av_growth"), "retention", "20"], d)
+        full = analyze(t)
+        rep = analyze(t, "--from", "batch:5", "--until", "batch:15")
+        check_eq(full["range"]["startup_cut"] or full["range"]["teardown_cut"],
+                 False, "marks: no automatic cut")
+        check_eq(rep["batches"]["count"], 10, "batch:5..15: batches.count")
+        ends = [x["end_s"] for x in rep["batches"]["series"]]
+        want = [x["end_s"] for x in full["batches"]["series"][5:15]]
+        check_eq(ends, want, "batch:5..15: the batches' ends")
+        check_eq((rep["range"]["from_batch"], rep["range"]["until_batch"]),
+                 (5, 15), "range.from_batch, until_batch")
+        near(rep["growth"]["live_bytes_per_batch"], 65536, 0.01,
+             "batch:5..15: live heap slope")
+        # the first batch of the range counts its own events only
+        check_eq(rep["batches"]["series"][0]["allocations"],
+                 full["batches"]["series"][5]["allocations"],
+                 "batch:5..15: the first batch's allocations")
+        a, b = want[2], want[7]
+        rep = analyze(t, "--from", f"{a:.9f}", "--until", f"{b:.9f}")
+        check_eq([x["end_s"] for x in rep["batches"]["series"]],
+                 want[2:8], "time bounds with marks: the batches kept")
+        for opts in (["--from", "batch:20"], ["--until", "batch:21"]):
+            r = analyze_run(t, *opts)
+            check_eq(r.rc, 2, f"marks: {' '.join(opts)}: exit status")
+            check("past the last batch" in r.err.decode(),
+                  f"marks: {' '.join(opts)}: the error:\n" + r.describe())
+
+
 def test_bad_bounds():
     t = recording()["trace"]
     for opts in (["--from", "-1"], ["--until", "abc"], ["--from", "batch:"],
@@ -159,4 +193,5 @@ def test_bad_bounds():
 
 if __name__ == "__main__":
     main([test_time_windows_cut, test_auto_windows_cut, test_no_cut_is_wrong,
-          test_explicit_range, test_exiting_record, test_bad_bounds])
+          test_explicit_range, test_exiting_record, test_batch_marks,
+          test_bad_bounds])
