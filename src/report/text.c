@@ -84,26 +84,28 @@ static void summary(FILE *o, const struct analysis *a)
 static void range(FILE *o, const struct analysis *a)
 {
 	const struct analysis_range *rg = &a->range;
-	const int whole = !rg->from_ns && rg->until_ns == RANGE_END &&
-			  !rg->from_batch && rg->until_batch == UINT64_MAX;
-	if (whole && !rg->from_set && !rg->until_set)
+	const int by_batch = rg->from_batch || rg->until_batch != UINT64_MAX;
+	const int by_time = rg->from_ns || rg->until_ns != RANGE_END;
+	if (!by_batch && !by_time && !rg->from_set && !rg->until_set)
 		return;
 	fprintf(o, "  range     ");
-	if (rg->from_batch || rg->until_batch != UINT64_MAX)
-		fprintf(o, "batches %" PRIu64 " to %s", rg->from_batch,
-			rg->until_batch == UINT64_MAX ? "the last" : "");
-	if (rg->until_batch != UINT64_MAX)
-		fprintf(o, "%" PRIu64 " (excluded)", rg->until_batch);
-	if (rg->from_ns || rg->until_ns != RANGE_END || whole) {
-		if (rg->from_batch || rg->until_batch != UINT64_MAX)
-			fprintf(o, ", ");
+	if (by_batch) {
+		fprintf(o, "batches %" PRIu64 " to ", rg->from_batch);
+		if (rg->until_batch == UINT64_MAX)
+			fprintf(o, "the last");
+		else
+			fprintf(o, "%" PRIu64, rg->until_batch - 1);
+		fprintf(o, " of the run's %" PRIu64 "%s", a->batch_marks,
+			by_time ? ", " : "\n");
+	}
+	if (by_time || !by_batch) {
 		fprintf(o, "%.3f s to ", rg->from_ns / 1e9);
 		if (rg->until_ns == RANGE_END)
 			fprintf(o, "the end");
 		else
 			fprintf(o, "%.3f s", rg->until_ns / 1e9);
+		fprintf(o, " of the run's %.3f s\n", a->duration_ns / 1e9);
 	}
-	fprintf(o, " of %.3f s\n", a->duration_ns / 1e9);
 	if (rg->left_out[0])
 		fprintf(o, "  cut       %s\n", rg->left_out);
 }
