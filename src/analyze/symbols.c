@@ -33,6 +33,7 @@ struct module {
 	uint64_t base, lo, hi; /* [lo, hi): addresses its segments cover */
 	uint64_t seq; /* when last recorded: the newest covers an address */
 	int stale; /* the file at path has another build-id now */
+	int used;  /* a frame was resolved in it */
 };
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
@@ -237,7 +238,7 @@ size_t symbols_stale(const struct symbols *s, const char **first)
 	size_t n = 0;
 	*first = NULL;
 	for (size_t i = 0; i < s->n; i++) {
-		if (!s->mods[i].stale)
+		if (!s->mods[i].stale || !s->mods[i].used)
 			continue;
 		if (!n++)
 			*first = s->mods[i].path;
@@ -245,11 +246,10 @@ size_t symbols_stale(const struct symbols *s, const char **first)
 	return n;
 }
 
-static const struct module *find_module(const struct symbols *s,
-					uint64_t ip)
+static struct module *find_module(const struct symbols *s, uint64_t ip)
 {
 	/* the newest: an address range reused after a dlclose */
-	const struct module *found = NULL;
+	struct module *found = NULL;
 	for (size_t i = 0; i < s->n; i++)
 		if (ip >= s->mods[i].lo && ip < s->mods[i].hi &&
 		    (!found || s->mods[i].seq > found->seq))
@@ -496,11 +496,12 @@ static Dwarf_Die *cu_by_scan(Dwfl_Module *dm, Dwarf_Addr a,
 int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 		    size_t *n, size_t *cap)
 {
-	const struct module *m = find_module(s, ip);
+	struct module *m = find_module(s, ip);
 	struct frame f = { .address = ip };
 	if (m) {
 		f.module = m->path;
 		f.offset = ip - m->base;
+		m->used = 1;
 	}
 	if (!s->reported)
 		report_modules(s);

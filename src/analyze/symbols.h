@@ -37,8 +37,8 @@ size_t symbols_module_count(const struct symbols *s);
  * are loaded when resolving, as without it). */
 int symbols_preload(struct symbols *s);
 /* Modules whose file has changed since the recording (another build-id,
- * no matching debug file): how many, and the first one's path.  Known
- * once frames have been resolved. */
+ * no matching debug file) and which a frame resolved is in: how many, and
+ * the first one's path.  Known once frames have been resolved. */
 size_t symbols_stale(const struct symbols *s, const char **first);
 
 /* 1 if ip lies in a runtime library whose frames only wrap malloc

@@ -1,5 +1,6 @@
 /* heapslope record: its options; the work is in src/launch. */
 #include <argp.h>
+#include <limits.h>
 #include <string.h>
 
 #include "commands.h"
@@ -8,14 +9,21 @@
 #define STR(x) STR_(x)
 #define STR_(x) #x
 
-enum { OPT_INTERVAL = 1000, OPT_DEPTH, OPT_NO_FOLLOW, OPT_MMAP, OPT_NO_MMAP, OPT_KEEP_PY,
-       OPT_UNWIND, OPT_ALLOCATOR, OPT_MALLINFO };
+enum { OPT_INTERVAL = 1000, OPT_DEPTH, OPT_NO_FOLLOW, OPT_MMAP, OPT_NO_MMAP,
+       OPT_KEEP_PY, OPT_UNWIND, OPT_ALLOCATOR, OPT_MALLINFO, OPT_LIST };
 
 static const struct argp_option options[] = {
 	{ "output", 'o', "FILE", 0,
 	  "Write the trace to FILE (default heapslope.PROGRAM.PID.hst); "
 	  "%p and %e in FILE expand to the pid and program name", 0 },
 	{ "force", 'f', NULL, 0, "Replace FILE if it exists", 0 },
+	{ "quiet", 'q', NULL, 0,
+	  "Do not list the traces at the end (warnings are still printed)",
+	  0 },
+	{ "list", OPT_LIST, "N|all", 0,
+	  "At the end, list at most N traces (default "
+	  STR(LAUNCH_LIST_DEFAULT) "): the main one and the largest; "
+	  "all: every one", 0 },
 	{ "interval", OPT_INTERVAL, "MS", 0,
 	  "Sample RSS every MS milliseconds (default " STR(HS_INTERVAL_DEFAULT)
 	  ", 0: only at marks; "
@@ -56,6 +64,16 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case 'f':
 		o->force = 1;
+		break;
+	case 'q':
+		o->quiet = 1;
+		break;
+	case OPT_LIST:
+		if (!strcmp(arg, "all"))
+			o->list_max = 0;
+		else if (parse_long(arg, 1, LONG_MAX, &o->list_max))
+			argp_error(state, "--list takes a number of traces "
+					  "(at least 1) or all, not '%s'", arg);
 		break;
 	case OPT_INTERVAL:
 		if (parse_long(arg, 0, HS_INTERVAL_MAX, &o->interval_ms))

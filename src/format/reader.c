@@ -513,6 +513,24 @@ out:
 	return n;
 }
 
+int reader_seek(struct hs_reader *r, uint64_t offset)
+{
+	if (r->pf || r->want_prefetch)
+		return hs_error("%s: cannot seek while prefetching", r->path);
+	if (fseeko(r->f, (off_t)offset, SEEK_SET))
+		return hs_error("%s: seek: %s", r->path, strerror(errno));
+	/* every chunk starts afresh: only the time carries over, and it is
+	 * not known here */
+	r->offset = offset;
+	r->p = r->end = NULL;
+	r->done = 0;
+	r->truncated = 0;
+	memset(&r->dec, 0, sizeof(r->dec));
+	r->tid = 0;
+	r->time_ns = 0;
+	return 0;
+}
+
 void reader_destroy(struct hs_reader *r)
 {
 	if (!r)

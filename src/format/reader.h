@@ -114,6 +114,10 @@ int reader_truncated(const struct hs_reader *r);
 /* Byte offset just past the last complete chunk read. */
 uint64_t reader_offset(const struct hs_reader *r);
 uint64_t reader_chunks(const struct hs_reader *r);
+/* Goes on reading at the chunk that starts at byte offset (found by
+ * walking the chunk headers; without prefetch): the records of a trace's
+ * last chunks, without decoding the ones before. */
+int reader_seek(struct hs_reader *r, uint64_t offset);
 void reader_destroy(struct hs_reader *r);
 
 /* Parses a header from memory (used by the reader and by tests). */

@@ -6,7 +6,9 @@
  * `heapslope record` the recorder provides the functions; without it the
  * macros do nothing and the program runs unchanged.
  *
- * From Python: ctypes.CDLL(None).heapslope_mark_batch()
+ * From Python, with and without the recorder:
+ *   mark = getattr(ctypes.CDLL(None), "heapslope_mark_batch", lambda: None)
+ *   mark()  # once per batch
  */
 #ifndef HEAPSLOPE_H
 #define HEAPSLOPE_H

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "child.h"
-#include "format/append.h"
 #include "base/error.h"
 #include "libraries.h"
+#include "listing.h"
 #include "paths.h"
 #include "program.h"
 #include "traces.h"
@@ -200,17 +200,15 @@ int launch_record(const struct launch_opts *o)
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
 	if (root[0] && trace_check(root, prog, why != NULL) == 0) {
-		if (trace_append_exit(root, status))
-			fprintf(stderr, "heapslope record: note: %s\n",
-				hs_last_error());
 		paths_add(&paths, root, strlen(root));
 	} else if (root[0]) {
 		paths_remove(&paths, root); /* reported, then removed */
+		root[0] = 0;
 	}
 	/* the others' processes may still run (or start writing): theirs
 	 * are never checked, let alone removed */
-	for (size_t i = 0; i < paths.n; i++)
-		trace_print(paths.v[i]);
+	struct listing_opts lo = { .quiet = o->quiet, .max = o->list_max };
+	listing_finish(&paths, (long)child_pid, root, status, &lo);
 	rc = WIFEXITED(status) ? WEXITSTATUS(status)
 	     : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 out:

@@ -17,8 +17,13 @@ struct launch_opts {
 	int keep_pymalloc;   /* leave PYTHONMALLOC alone */
 	const char *unwind;  /* NULL: the recorder's default */
 	const char *allocator; /* --allocator NAME|PATH, NULL: glibc */
+	int quiet;           /* -q: no list of traces at the end */
+	long list_max;       /* --list: at most this many lines; 0: all */
 	char **cmd;
 };
+
+/* lines of traces listed at the end, unless told */
+#define LAUNCH_LIST_DEFAULT 20
 
 #define LAUNCH_OPTS_DEFAULT                                                  \
 	{                                                                    \
@@ -26,6 +31,7 @@ struct launch_opts {
 		.depth = HS_DEPTH_DEFAULT,                                   \
 		.mallinfo = HS_MALLINFO_DEFAULT,                             \
 		.mmap = HS_MMAP_DEFAULT,                                     \
+		.list_max = LAUNCH_LIST_DEFAULT,                             \
 	}
 
 /* Runs o->cmd under the recorder.  Returns record's exit status: the

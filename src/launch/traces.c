@@ -135,22 +135,3 @@ int trace_check(const char *path, const char *prog, int warned)
 	reader_destroy(r);
 	return empty ? -1 : 0;
 }
-
-void trace_print(const char *path)
-{
-	char cwd[PATH_MAX];
-	const char *shown = path;
-	size_t l;
-	if (getcwd(cwd, sizeof(cwd)) && (l = strlen(cwd)) &&
-	    !strncmp(path, cwd, l) && path[l] == '/')
-		shown = path + l + 1;
-	struct hs_reader *r = reader_open(path);
-	const struct hs_header *h = r ? reader_header(r) : NULL;
-	if (h && h->malloc_owner)
-		fprintf(stderr, "heapslope: trace written to %s (no allocation "
-				"recorded: the program's malloc is %s's own)\n",
-			shown, h->malloc_owner);
-	else
-		fprintf(stderr, "heapslope: trace written to %s\n", shown);
-	reader_destroy(r);
-}

@@ -1,6 +1,5 @@
 /* The traces of a run: the first one, which record creates, the others,
- * which the recorders report on a socket, and what is said of them at the
- * end. */
+ * which the recorders report on a socket. */
 #ifndef HS_TRACES_H
 #define HS_TRACES_H
 
@@ -30,8 +29,5 @@ void reports_drain(int fd, struct paths *out);
  * malloc was its own, is removed, with one line that says why, unless
  * that was said before the run (warned); -1 then. */
 int trace_check(const char *path, const char *prog, int warned);
-/* "trace written", and when the program's malloc was its own (the
- * header says so), that nothing went through it. */
-void trace_print(const char *path);
 
 #endif

@@ -16,12 +16,19 @@
 #define PY_FINALIZING_OFFSET 24
 
 const uintptr_t *exiting_py_finalizing;
+static int python_image;
+
+int exiting_in_python(void)
+{
+	return python_image;
+}
 
 void exiting_init(void)
 {
 	const unsigned long *version = dlsym(RTLD_DEFAULT, "Py_Version");
 	const uint8_t *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
 	exiting_py_finalizing = NULL;
+	python_image = version != NULL || runtime != NULL;
 	if (!version || !runtime)
 		return;
 	unsigned long major_minor = *version >> 16;

@@ -93,6 +93,8 @@ void events_exiting_poll(uint64_t t);
 
 /* Finds CPython's runtime state in the image, if it is one (start-up). */
 void exiting_init(void);
+/* Whether this image is CPython (it exports _PyRuntime or Py_Version). */
+int exiting_in_python(void);
 /* Whether CPython's finalization has begun (any thread). */
 int exiting_python(void);
 /* _PyRuntime._finalizing, if this image is CPython 3.11 or 3.12 */

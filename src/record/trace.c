@@ -306,7 +306,8 @@ int trace_write_header(unsigned options)
 	header_put_str(&h, HS_HDR_UNWIND, unwind_name());
 	header_put_str(&h, HS_HDR_ALLOCATOR, hs_env.allocator);
 	header_put_u64(&h, HS_HDR_HEAP_START, heap_start());
-	if (hs_settings.pymalloc_set)
+	/* said of a Python program only */
+	if (hs_settings.pymalloc_set && exiting_in_python())
 		header_put_u64(&h, HS_HDR_PYMALLOC, 1);
 	const char *owner = malloc_owner();
 	if (owner)

@@ -29,6 +29,21 @@ LIB = os.environ.get("HEAPSLOPE_LIB", "")
 
 SIZE_MAX = 2**64 - 1
 WRITTEN = "heapslope: trace written to "
+# the rest of record's list of traces: which one is the main one, how many
+# more were not listed
+LISTING = (WRITTEN, "heapslope: main trace: ", "heapslope: ... and ")
+
+
+def is_listing(line):
+    """A line of record's list of traces (not a warning or a note)."""
+    return line.startswith(LISTING)
+
+
+def listed_path(line):
+    """The trace a 'trace written to' line names: the path ends at the
+    first run of two spaces (the columns follow)."""
+    rest = line[len(WRITTEN):].rstrip("\n")
+    return rest.split("  ", 1)[0]
 
 
 class TestFailure(Exception):
@@ -89,7 +104,7 @@ class Run:
             cut -= 1
         for line in lines[cut:]:
             if line.startswith(WRITTEN):
-                p = line[len(WRITTEN):].rstrip("\n")
+                p = listed_path(line)
                 self.traces.append(os.path.normpath(os.path.join(cwd, p)))
         self.victim_err = "".join(lines[:cut]).encode()
         self.tail = lines[cut:]
@@ -135,12 +150,16 @@ def run(argv, cwd=None, timeout=120, stdin=b"", env=None, preexec=None):
 
 
 def record(cmd, cwd, opts=(), output="trace.hst", timeout=120, stdin=b"",
-           env=None, preexec=None, ok=True):
-    """heapslope record [-o OUTPUT] OPTS -- CMD, run in cwd.  With ok, the
-    run must exit 0 and report at least one trace."""
+           env=None, preexec=None, ok=True, list_all=True):
+    """heapslope record [-o OUTPUT] [--list all] OPTS -- CMD, run in cwd.
+    With ok, the run must exit 0 and report at least one trace.  With
+    list_all, every trace is listed (the tests read the list), not only
+    the first LAUNCH_LIST_DEFAULT."""
     argv = [HEAPSLOPE, "record"]
     if output:
         argv += ["-o", output]
+    if list_all:
+        argv += ["--list", "all"]
     argv += list(opts) + ["--"] + list(cmd)
     r = run(argv, cwd=cwd, timeout=timeout, stdin=stdin, env=env,
             preexec=preexec)

@@ -104,6 +104,10 @@ def test_kinds():
                               (maps[6].int("addr"), 64 * PAGE)],
                  "the unmaps and the shmdt")
         check_eq(s["mmaps"], 8, "dump --stats mmaps (7 maps, 1 remap)")
+        hdr = subprocess.run([os.environ["HEAPSLOPE"], "dump", r.trace()],
+                             capture_output=True, text=True).stdout
+        check("pythonmalloc" not in hdr, "a C program's header says "
+              "nothing of PYTHONMALLOC")
         check_eq(s["munmaps"], 9, "dump --stats munmaps")
 
         r = record([exe, d], d, opts=["--no-mmap"], output="none.hst")

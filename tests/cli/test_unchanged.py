@@ -8,7 +8,8 @@ import signal
 import sys
 
 from common import (Replay, check, check_complete, check_eq, dump_lines,
-                    dump_stats, main, no_core, prog, record, run, tmpdir)
+                    dump_stats, is_listing, main, no_core, prog, record, run,
+                    tmpdir)
 
 STDIN = (b"first line\nsecond, longer line of input\n\n"
          b"last line without newline")
@@ -36,7 +37,7 @@ def compare(cmd, what, stdin=b"", env=None, want_status=None, traces=1):
                  f"{what}: 'heapslope: trace written' lines\n" +
                  rec.describe())
         for line in rec.tail:
-            check(line.startswith("heapslope: trace written to "),
+            check(is_listing(line),
                   f"{what}: unexpected line from record: {line!r}")
         for t in rec.traces:
             check(os.path.isfile(t), f"{what}: reported trace {t} is missing")

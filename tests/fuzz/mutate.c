@@ -118,6 +118,10 @@ static int put_header(struct out *o, const struct hs_header *hd,
 	if (h.allocator)
 		header_put_str(&b, HS_HDR_ALLOCATOR, h.allocator);
 	header_put_u64(&b, HS_HDR_HEAP_START, h.heap_start);
+	if (h.malloc_owner)
+		header_put_str(&b, HS_HDR_MALLOC_OWNER, h.malloc_owner);
+	if (h.pymalloc_set)
+		header_put_u64(&b, HS_HDR_PYMALLOC, 1);
 	int rc = reserve_out(o, HS_PREAMBLE_LEN + b.len);
 	size_t n = rc ? 0 : header_write(&b, o->buf, o->cap);
 	free(b.buf);

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 # HEAPSLOPE, run and tmpdir are for the test scripts
 from common import (ALLOC_RECS, HEAPSLOPE, LIB, WRITTEN, check,  # noqa: E402,F401
+                    is_listing,
                     check_eq, dump_lines, dump_stats, fail, main, record,
                     run, tmpdir, tmpfs)
 
@@ -166,7 +167,7 @@ class Case:
     def check_quiet(self):
         """record said nothing but where it wrote traces."""
         other = [ln for ln in self.heapslope_lines()
-                 if not ln.startswith(WRITTEN)]
+                 if not is_listing(ln)]
         check(not other, f"{self.what}: heapslope's complaints on stderr: "
               f"{other}")
 
@@ -237,7 +238,7 @@ def verified_or_explained(case, s, what):
     if v == "yes":
         return True
     check_eq(v, "no", f"{what}: counts_verified")
-    said = [ln for ln in case.heapslope_lines() if not ln.startswith(WRITTEN)]
+    said = [ln for ln in case.heapslope_lines() if not is_listing(ln)]
     check(said or s.get("unrecorded", 0) or s.get("stopped") or
           s.get("_stderr", "").strip(),
           f"{what}: counts_verified: no, and the recorder did not say why")
