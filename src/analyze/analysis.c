@@ -29,10 +29,13 @@ struct pass {
 	uint64_t window, boundary; /* BATCHES_TIME: the next window's end */
 	uint64_t now;              /* the latest time seen */
 	int preloaded;             /* symbols_preload started */
+	int started;               /* the range's start has been passed */
 	struct stacks *stacks;
 	struct replay *replay;
 	struct heapmap *heap;
 	struct symbols *symbols;
+	struct stacks *map_stacks; /* with HS_OPT_MAPS */
+	struct maps *maps;
 };
 
 static void pass_finish(struct pass *p)
@@ -41,6 +44,10 @@ static void pass_finish(struct pass *p)
 	heapmap_destroy(p->heap);
 	stacks_destroy(p->stacks);
 	symbols_destroy(p->symbols);
+	maps_destroy(p->maps);
+	stacks_destroy(p->map_stacks);
+	p->maps = NULL;
+	p->map_stacks = NULL;
 	p->replay = NULL;
 	p->heap = NULL;
 	p->stacks = NULL;
@@ -85,6 +92,7 @@ static void reset_counts(struct analysis *a)
 	a->node_when = NULL;
 	a->nnode_when = 0;
 	a->complete = a->truncated = a->has_end = a->has_exit = 0;
+	a->range.has_exiting = 0;
 	a->events = a->duration_ns = a->batch_marks = a->label_marks = 0;
 	a->samples = 0;
 	series_finish(&a->series);
@@ -108,6 +116,15 @@ static int on_header(void *ctx, const struct hs_header *h)
 	if (!p->replay || !p->symbols)
 		return -1;
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
+	a->has_maps = (h->options & HS_OPT_MAPS) != 0;
+	if (a->has_maps) {
+		p->map_stacks = stacks_create(o->warmup > 0 ? (uint32_t)o->warmup
+							    : 0, 0);
+		p->maps = p->map_stacks ? maps_create(p->map_stacks) : NULL;
+		if (!p->maps)
+			return -1;
+		a->series.maps = p->maps;
+	}
 	/* each batch of the series takes the heap's shape at its end */
 	a->series.heap = p->heap;
 	if (replay_add_consumer(p->replay, &stacks_consumer, p->stacks) ||
@@ -146,14 +163,22 @@ static int on_event(void *ctx, const struct hs_record *rec)
 static int on_time(void *ctx, uint64_t now)
 {
 	struct pass *p = ctx;
+	const uint64_t until = p->a->range.until_ns;
 	p->now = now;
-	if (p->src != BATCHES_TIME || now < p->boundary)
+	if (!p->started && now >= p->a->range.from_ns) {
+		/* the first window's counts start at --from */
+		p->started = 1;
+		if (p->a->range.from_ns)
+			replay_batch_skip(p->replay);
+	}
+	if (p->src != BATCHES_TIME || now < p->boundary || p->boundary > until)
 		return 0;
 	/* checked before any is made: time:1ns over an hour is 3.6e12 */
 	if ((now - p->boundary) / p->window >= WINDOWS_MAX - p->a->series.n)
 		return hs_error("more than %u time windows: use a longer "
 				"--batches time:DURATION", WINDOWS_MAX);
-	for (; now >= p->boundary; p->boundary += p->window)
+	for (; now >= p->boundary && p->boundary <= until;
+	     p->boundary += p->window)
 		if (replay_batch_end(p->replay, p->boundary, 0))
 			return -1;
 	return 0;
@@ -181,6 +206,9 @@ static int node_when(struct analysis *a, uint64_t id, uint64_t when)
 static int on_stack(void *ctx, const struct hs_record *rec)
 {
 	struct pass *p = ctx;
+	if (p->map_stacks &&
+	    stacks_node(p->map_stacks, rec->id, rec->parent, rec->ip))
+		return -1;
 	if (stacks_node(p->stacks, rec->id, rec->parent, rec->ip))
 		return -1;
 	return node_when(p->a, rec->id, symbols_clock(p->symbols));
@@ -196,15 +224,6 @@ static int on_module(void *ctx, const struct hs_record *rec)
 	return symbols_module(p->symbols, rec);
 }
 
-/* The other records: the unloading of modules. */
-static int on_record(void *ctx, const struct hs_record *rec)
-{
-	struct pass *p = ctx;
-	if (rec->kind == HS_REC_MODULE_GONE)
-		symbols_module_gone(p->symbols, rec->base);
-	return 0;
-}
-
 static int on_mark(void *ctx, const struct hs_record *rec)
 {
 	struct pass *p = ctx;
@@ -212,8 +231,16 @@ static int on_mark(void *ctx, const struct hs_record *rec)
 		p->a->label_marks++;
 		return 0;
 	}
-	p->a->batch_marks++;
+	/* the index, in the whole run, of the batch it ends */
+	const uint64_t k = p->a->batch_marks++;
+	const struct analysis_range *rg = &p->a->range;
 	if (p->src != BATCHES_MARKER)
+		return 0;
+	if (k < rg->from_batch || p->now < rg->from_ns) {
+		replay_batch_skip(p->replay); /* before the range */
+		return 0;
+	}
+	if (k >= rg->until_batch || p->now > rg->until_ns)
 		return 0;
 	return replay_batch_end(p->replay, p->now, 1);
 }
@@ -251,6 +278,28 @@ static int on_stop(void *ctx, const struct hs_record *rec)
 	return 0;
 }
 
+/* The other records: the unloading of modules; extension records:
+ * mappings, and the process began to exit. */
+static int on_record(void *ctx, const struct hs_record *rec)
+{
+	struct pass *p = ctx;
+	struct analysis *a = p->a;
+	if (rec->kind == HS_REC_MODULE_GONE)
+		symbols_module_gone(p->symbols, rec->base);
+	if (rec->kind != HS_REC_EXT)
+		return 0;
+	if (p->maps && p->replay &&
+	    maps_record(p->maps, rec, p->replay->batch))
+		return -1;
+	/* the earliest, should there be several (threads, fork) */
+	if (rec->ext_type == HS_EXT_EXITING &&
+	    (!a->range.has_exiting || rec->time_ns < a->range.exiting_ns)) {
+		a->range.has_exiting = 1;
+		a->range.exiting_ns = rec->time_ns;
+	}
+	return 0;
+}
+
 static int on_done(void *ctx, const struct walk_end *e)
 {
 	struct analysis *a = ((struct pass *)ctx)->a;
@@ -284,7 +333,7 @@ static int stream(struct analysis *a, const struct analysis_opts *o,
 		  enum batch_source src, uint64_t window, struct pass *p)
 {
 	*p = (struct pass){ .a = a, .o = o, .src = src, .window = window,
-			    .boundary = window };
+			    .boundary = a->range.from_ns + window };
 	reset_counts(a);
 	return walk(a->path, &sink, p);
 }
@@ -301,6 +350,133 @@ static uint64_t auto_window(uint64_t duration_ns)
 		w *= 10;
 	}
 	return w;
+}
+
+/* The range as given: bounds in seconds, and batch:N for batch marks. */
+static void range_init(struct analysis_range *rg,
+		       const struct analysis_opts *o)
+{
+	*rg = (struct analysis_range){ .until_ns = RANGE_END,
+				       .until_batch = UINT64_MAX };
+	rg->from_set = o->from.set;
+	rg->until_set = o->until.set;
+	if (o->from.set && o->from.is_batch)
+		rg->from_batch = o->from.batch;
+	else if (o->from.set)
+		rg->from_ns = o->from.ns;
+	if (o->until.set && o->until.is_batch)
+		rg->until_batch = o->until.batch;
+	else if (o->until.set)
+		rg->until_ns = o->until.ns;
+}
+
+static uint64_t windows_ns(uint64_t n, uint64_t window)
+{
+	return n && window > (RANGE_END - 1) / n ? RANGE_END - 1 : n * window;
+}
+
+/* With time windows, batch:N is the start of window N. */
+static void range_windows(struct analysis_range *rg,
+			  const struct analysis_opts *o, uint64_t window)
+{
+	if (o->from.set && o->from.is_batch) {
+		rg->from_ns = windows_ns(o->from.batch, window);
+		rg->from_batch = 0;
+	}
+	if (o->until.set && o->until.is_batch) {
+		rg->until_ns = windows_ns(o->until.batch, window);
+		rg->until_batch = UINT64_MAX;
+	}
+}
+
+/* The time the range covers, within the trace. */
+static uint64_t range_span(const struct analysis *a)
+{
+	uint64_t until = a->range.until_ns < a->duration_ns ? a->range.until_ns
+							    : a->duration_ns;
+	return until > a->range.from_ns ? until - a->range.from_ns : 0;
+}
+
+/* Bounds past the end of the trace, or an empty range: range_error. */
+static int range_check(struct analysis *a, const struct analysis_opts *o)
+{
+	const struct analysis_range *rg = &a->range;
+	char *e = a->range_error;
+	const size_t n = sizeof(a->range_error);
+	const double end = a->duration_ns / 1e9;
+	const int marks = a->source == BATCHES_MARKER;
+	if (marks && o->from.set && o->from.is_batch &&
+	    o->from.batch >= a->batch_marks)
+		snprintf(e, n, "--from batch:%llu is past the last batch (the "
+			 "trace has %llu)", (unsigned long long)o->from.batch,
+			 (unsigned long long)a->batch_marks);
+	else if (marks && o->until.set && o->until.is_batch &&
+		 o->until.batch > a->batch_marks)
+		snprintf(e, n, "--until batch:%llu is past the last batch (the "
+			 "trace has %llu)", (unsigned long long)o->until.batch,
+			 (unsigned long long)a->batch_marks);
+	else if (o->from.set && rg->from_ns >= a->duration_ns)
+		snprintf(e, n, "--from %.3f s is past the end of the trace "
+			 "(%.3f s)", rg->from_ns / 1e9, end);
+	else if (o->until.set && !o->until.end &&
+		 rg->until_ns != RANGE_END && rg->until_ns > a->duration_ns)
+		snprintf(e, n, "--until %.3f s is past the end of the trace "
+			 "(%.3f s; --until end means the end)",
+			 rg->until_ns / 1e9, end);
+	else if (rg->from_ns >= rg->until_ns ||
+		 rg->from_batch >= rg->until_batch)
+		snprintf(e, n, "--from must come before --until");
+	return e[0] ? -1 : 0;
+}
+
+/* With time windows and no marks: leaves out the start-up and the
+ * teardown (range.h), unless --from / --until say where to start and
+ * stop.  1 when it cuts away some of the series. */
+static int auto_cut(struct analysis *a)
+{
+	struct analysis_range *rg = &a->range;
+	const struct series *s = &a->series;
+	if (a->source == BATCHES_MARKER || a->batch_marks || !s->n)
+		return 0;
+	char start[128] = "", stop[160] = "";
+	if (!rg->until_set) {
+		uint64_t until = RANGE_END;
+		size_t j = range_teardown_window(s->v, s->n);
+		if (j < s->n)
+			until = s->v[j - 1].end_ns;
+		if (rg->has_exiting && rg->exiting_ns < until) {
+			until = rg->exiting_ns;
+			rg->teardown_exiting = 1;
+		}
+		if (until < s->v[s->n - 1].end_ns) {
+			rg->until_ns = until;
+			rg->teardown_cut = 1;
+			snprintf(stop, sizeof(stop),
+				 "the teardown after %.3f s (%s; --until end "
+				 "keeps it)", until / 1e9,
+				 rg->teardown_exiting
+					 ? "the process began to exit"
+					 : "the live heap fell for good");
+		}
+	}
+	if (!rg->from_set) {
+		size_t n = 0;
+		while (n < s->n && s->v[n].end_ns <= rg->until_ns)
+			n++;
+		size_t k = range_startup_windows(s->v, n);
+		if (k) {
+			rg->from_ns = s->v[k - 1].end_ns;
+			rg->startup_cut = 1;
+			snprintf(start, sizeof(start),
+				 "the start-up before %.3f s (--from 0 keeps "
+				 "it)", rg->from_ns / 1e9);
+		}
+	}
+	if (start[0] || stop[0])
+		snprintf(rg->left_out, sizeof(rg->left_out),
+			 "left out automatically: %s%s%s", start,
+			 start[0] && stop[0] ? " and " : "", stop);
+	return start[0] || stop[0];
 }
 
 /* The pinning blocks of the last batch end, by stack id. */
@@ -339,12 +515,39 @@ static int rank(struct analysis *a, int by_site)
 			   &a->nranked);
 }
 
+/* The mapping stacks, ranked; the first `top` with their frames, kind
+ * and file. */
+static int rank_maps(struct analysis *a, struct pass *p, size_t top)
+{
+	if (!p->maps)
+		return 0;
+	if (stacks_rank(p->map_stacks, (uint32_t)a->warmup,
+			(uint32_t)a->series.n, 0, &a->map_ranked,
+			&a->nmap_ranked))
+		return -1;
+	a->maps_shown = a->nmap_ranked < top ? a->nmap_ranked : top;
+	if (!a->maps_shown)
+		return 0;
+	a->map_info = calloc(a->maps_shown, sizeof(*a->map_info));
+	if (!a->map_info)
+		return hs_error("out of memory");
+	for (size_t i = 0; i < a->maps_shown; i++) {
+		struct stack_growth *g = &a->map_ranked[i];
+		uint32_t slot = stacks_ref(p->map_stacks, g->id);
+		const char *path;
+		maps_slot(p->maps, slot, &a->map_info[i].kind, &path);
+		if (path && !(a->map_info[i].path = strdup(path)))
+			return hs_error("out of memory");
+	}
+	return 0;
+}
+
 /* The verdict, from the growth and the stacks ranked one by one. */
 static void decide(struct analysis *a)
 {
 	size_t batches = a->series.n;
 	const struct growth *g = &a->growth;
-	const struct verdict_input in = {
+	struct verdict_input in = {
 		.points = batches > a->warmup ? batches - a->warmup : 0,
 		.live_slope = g->live.slope,
 		.live_r2 = g->live.r2,
@@ -360,7 +563,21 @@ static void decide(struct analysis *a)
 		.stacks = a->ranked,
 		.nstacks = a->nranked,
 		.complete = a->complete,
+		.has_maps = g->has_maps,
+		.mapped_slope = g->mapped.slope,
+		.mapped_r2 = g->mapped.r2,
+		.mapped_mean = g->mapped_mean,
+		.has_retained = g->has_decomposition,
+		.retained_slope = g->retained.slope,
 	};
+	if (in.points) {
+		const struct batch *b0 = &a->series.v[a->warmup],
+				   *b1 = &a->series.v[batches - 1];
+		in.rss_first = (double)b0->rss_bytes;
+		in.rss_last = (double)b1->rss_bytes;
+		in.held_first = (double)(b0->live_bytes + b0->mapped_bytes);
+		in.held_last = (double)(b1->live_bytes + b1->mapped_bytes);
+	}
 	verdict_decide(&in, &a->verdict);
 }
 
@@ -406,6 +623,9 @@ static int symbolize(struct analysis *a, size_t top)
 			if (add_frames(a, &g->paths[j], 0))
 				return -1;
 	}
+	for (size_t i = 0; i < a->maps_shown; i++)
+		if (add_frames(a, &a->map_ranked[i], 0))
+			return -1;
 	a->pins_shown = a->npins < top ? a->npins : top;
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		struct pin_group *g = &a->pins[i];
@@ -448,14 +668,41 @@ struct analysis *analysis_create(const char *path,
 		o->batches == BATCHES_TIME ? BATCHES_TIME : BATCHES_MARKER;
 	a->source = src;
 	a->window_ns = o->window_ns;
+	range_init(&a->range, o);
+	if (src == BATCHES_TIME)
+		range_windows(&a->range, o, o->window_ns);
 	if (stream(a, o, src, o->window_ns, &p))
 		goto fail;
 	if (o->batches == BATCHES_AUTO && a->batch_marks == 0 &&
 	    a->duration_ns > 0) {
-		/* no marks: a second pass with time windows */
+		/* no marks: a second pass with time windows, about
+		 * AUTO_WINDOWS of them over the range */
 		pass_finish(&p);
 		a->source = BATCHES_AUTO;
-		a->window_ns = auto_window(a->duration_ns);
+		range_windows(&a->range, o, auto_window(a->duration_ns));
+		/* windows about 3 times finer to find the start-up and the
+		 * teardown, unless --from and --until leave nothing to find */
+		uint64_t span = range_span(a);
+		a->window_ns = auto_window(a->range.from_set &&
+						   a->range.until_set
+					   ? span : span / 3);
+		if (stream(a, o, BATCHES_TIME, a->window_ns, &p))
+			goto fail;
+	}
+	if (range_check(a, o)) {
+		pass_finish(&p);
+		return a; /* a->range_error says why */
+	}
+	int again = auto_cut(a);
+	if (a->source == BATCHES_AUTO) {
+		uint64_t w = auto_window(range_span(a));
+		again |= w != a->window_ns;
+		a->window_ns = w;
+	}
+	if (again) {
+		/* the start-up or the teardown is left out: again, with
+		 * the windows over what is left */
+		pass_finish(&p);
 		if (stream(a, o, BATCHES_TIME, a->window_ns, &p))
 			goto fail;
 	}
@@ -467,6 +714,10 @@ struct analysis *analysis_create(const char *path,
 	a->symbols = p.symbols;
 	p.stacks = NULL;
 	p.symbols = NULL;
+	if (p.maps) {
+		maps_state(p.maps, &a->maps_end);
+		stacks_close(p.map_stacks, (uint32_t)a->series.n);
+	}
 	a->bad_stack_refs = stacks_bad_refs(a->stacks);
 	a->distinct_stacks = stacks_count(a->stacks);
 	size_t batches = a->series.n;
@@ -475,7 +726,7 @@ struct analysis *analysis_create(const char *path,
 	a->warmup = o->warmup < 0 ? regress_auto_warmup(batches)
 				  : (size_t)o->warmup;
 	growth_fit(&a->growth, &a->series, a->warmup, a->glibc);
-	if (copy_pins(a, &p) || rank(a, 0))
+	if (copy_pins(a, &p) || rank(a, 0) || rank_maps(a, &p, o->top))
 		goto fail;
 	decide(a);
 	if ((o->group_by_site && rank(a, 1)) || symbolize(a, o->top))
@@ -496,6 +747,10 @@ void analysis_destroy(struct analysis *a)
 	for (size_t i = 0; i < a->nrecording; i++)
 		recording_trace_finish(&a->recording[i]);
 	free(a->recording);
+	stacks_growth_free(a->map_ranked, a->nmap_ranked);
+	for (size_t i = 0; i < a->maps_shown && a->map_info; i++)
+		free(a->map_info[i].path);
+	free(a->map_info);
 	for (size_t i = 0; i < a->npins; i++)
 		symbols_frames_free(a->pins[i].frames, a->pins[i].nframes);
 	free(a->pins);

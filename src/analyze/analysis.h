@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "growth.h"
+#include "maps.h"
+#include "range.h"
 #include "regress.h"
 #include "replay.h"
 #include "series.h"
@@ -39,6 +41,23 @@ struct analysis_opts {
 	size_t top;                /* stacks symbolized and reported */
 	int group_by_site;
 	const char *debuginfo_path;
+	struct range_bound from, until; /* --from, --until */
+};
+
+/* The stretch analysed: the batches whose end lies in [from_ns, until_ns]
+ * and, with batch marks, whose index (in the whole run's numbering) lies
+ * in [from_batch, until_batch).  Everything before from and after until
+ * is still replayed (the heap stays whole) but is in no batch. */
+struct analysis_range {
+	uint64_t from_ns, until_ns;       /* until RANGE_END: the end */
+	uint64_t from_batch, until_batch; /* until UINT64_MAX: the last */
+	int from_set, until_set;          /* given on the command line */
+	int startup_cut, teardown_cut;    /* left out automatically */
+	int teardown_exiting;             /* ... from the EXITING record */
+	int has_exiting;
+	uint64_t exiting_ns;              /* the process began to exit */
+	char left_out[320];               /* one line: what was left out
+					   * and how to keep it; "" if nothing */
 };
 
 struct analysis {
@@ -72,6 +91,8 @@ struct analysis {
 	uint64_t window_ns;
 	size_t warmup;
 	int warmup_auto;
+	struct analysis_range range;
+	char range_error[256]; /* a bad --from / --until: nothing analysed */
 	struct replay_totals totals;
 	struct series series;
 	struct growth growth;
@@ -96,6 +117,19 @@ struct analysis {
 	 * main one; freed with the analysis */
 	struct recording_trace *recording;
 	size_t nrecording, recording_main;
+	/* memory the program mapped itself (maps.h): the trace has it when
+	 * it was recorded with HS_OPT_MAPS */
+	int has_maps;
+	struct maps_state maps_end; /* when the trace ends: mapped at exit */
+	/* mapping stacks ranked like the heap's (leaked_*: still mapped
+	 * when the trace ends); the first maps_shown have frames, and the
+	 * kind and file of their latest mapping */
+	struct stack_growth *map_ranked;
+	size_t nmap_ranked, maps_shown;
+	struct map_stack {
+		unsigned kind; /* enum hs_map_kind */
+		char *path;    /* NULL: none */
+	} *map_info;
 	struct stacks *stacks;   /* every stack: see analysis_frames */
 	struct symbols *symbols; /* owns the frames' module names */
 	/* per stack node id: the symbols' clock when it was read, to resolve

@@ -76,7 +76,8 @@ static void fit_shape(struct growth *g, const struct series *s,
 	g->has_decomposition = g->has_rss && g->has_shape && glibc;
 	if (g->has_decomposition)
 		g->other_slope = g->rss.slope - g->live.slope -
-				 g->retained.slope;
+				 g->retained.slope -
+				 (g->has_maps ? g->mapped.slope : 0);
 }
 
 void growth_fit(struct growth *g, const struct series *s, size_t warmup,
@@ -88,5 +89,12 @@ void growth_fit(struct growth *g, const struct series *s, size_t warmup,
 	fit_batches(s, warmup, BATCH_RSS, &g->rss, &g->rss_mean, &g->has_rss);
 	fit_batches(s, warmup, BATCH_HEAP, &g->heap, &g->heap_mean,
 		    &g->has_heap);
+	fit_batches(s, warmup, BATCH_MAPPED, &g->mapped, &g->mapped_mean,
+		    &g->has_maps);
+	for (int k = 0; k < 6 && g->has_maps; k++) {
+		double mean;
+		fit_batches(s, warmup, BATCH_MAPPED_KIND + k,
+			    &g->mapped_kind[k], &mean, &has);
+	}
 	fit_shape(g, s, warmup, glibc);
 }

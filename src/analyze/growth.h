@@ -31,7 +31,12 @@ struct growth {
 	/* mallinfo2 at the marks (glibc only) */
 	struct regress in_use, heap_free;
 	int has_mallinfo;
-	/* RSS slope = live + retained (holes) + other, when both known */
+	/* memory the program mapped itself (maps.h), and by kind */
+	int has_maps;
+	struct regress mapped, mapped_kind[6];
+	double mapped_mean;
+	/* RSS slope = live + retained (holes + top) + mapped (with maps) +
+	 * other, when both known */
 	int has_decomposition;
 	double other_slope;
 };

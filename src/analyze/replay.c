@@ -350,3 +350,9 @@ int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark)
 	r->batch++;
 	return 0;
 }
+
+void replay_batch_skip(struct replay *r)
+{
+	r->batch_start = r->t;
+	r->batch_peak = r->t.live_bytes;
+}

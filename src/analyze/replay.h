@@ -129,6 +129,10 @@ int replay_events(struct replay *r, const struct hs_event *ev, size_t n);
  * consumers' batch_end, in the order added. */
 int replay_batch_end(struct replay *r, uint64_t time_ns, int from_mark);
 
+/* The current batch's counts and peak start again from here, without
+ * closing it: a batch end before the analysed range. */
+void replay_batch_skip(struct replay *r);
+
 /* The live block at addr, or NULL. */
 const struct replay_block *replay_find(const struct replay *r, uint64_t addr);
 /* The same as a heapmap_find_fn (heapmap.h), r a struct replay: 1 with

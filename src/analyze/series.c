@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
+#include "maps.h"
 #include "replay.h"
 
 void series_init(struct series *s)
@@ -73,6 +74,14 @@ int series_batch_end(struct series *s, const struct replay_batch *rb)
 		b->mmapped_bytes = shape.mmapped;
 		b->regions = shape.regions;
 		b->brk_top = shape.brk_top;
+	}
+	if (s->maps) {
+		struct maps_state ms;
+		maps_state(s->maps, &ms);
+		b->has_maps = 1;
+		b->mapped_bytes = ms.mapped;
+		for (int k = 0; k < MAPS_KINDS; k++)
+			b->mapped_kind_bytes[k] = ms.by_kind[k];
 	}
 	if (!rb->from_mark && s->window.valid)
 		take_sample(b, &s->window);
@@ -149,6 +158,15 @@ int batch_value(const struct batch *b, enum batch_field f, double *v)
 	case BATCH_RETAINED:
 		*v = (double)(b->holes_bytes + b->top_bytes);
 		return b->has_shape;
+	case BATCH_MAPPED:
+		*v = (double)b->mapped_bytes;
+		return b->has_maps;
+	default:
+		break;
+	}
+	if (f >= BATCH_MAPPED_KIND && f < BATCH_MAPPED_KIND + MAPS_KINDS) {
+		*v = (double)b->mapped_kind_bytes[f - BATCH_MAPPED_KIND];
+		return b->has_maps;
 	}
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 struct heapmap;
+struct maps;
 struct hs_record;
 struct replay_batch;
 struct replay_consumer;
@@ -40,6 +41,10 @@ struct batch {
 	 * sample: glibc keeps it until it passes its trim threshold */
 	int has_top;
 	uint64_t top_bytes;
+	/* memory the program mapped itself (maps.h), valid with has_maps */
+	int has_maps;
+	uint64_t mapped_bytes;           /* not PROT_NONE */
+	uint64_t mapped_kind_bytes[6];   /* by enum hs_map_kind */
 };
 
 /* The figures a batch may have, for fits and sparklines. */
@@ -55,6 +60,8 @@ enum batch_field {
 	BATCH_HEAP_FREE,
 	BATCH_TOP,
 	BATCH_RETAINED, /* holes + top */
+	BATCH_MAPPED,   /* mapped by the program */
+	BATCH_MAPPED_KIND, /* + enum hs_map_kind: mapped of that kind */
 };
 
 /* Field f of b into *v: 1 if b has it, else 0. */
@@ -74,6 +81,8 @@ struct series {
 	int want_sample;  /* the next sample belongs to batch n-1 */
 	const struct heapmap *heap; /* each batch takes its shape; NULL: the
 				     * shape is not followed */
+	const struct maps *maps;    /* each batch takes the mapped bytes;
+				     * NULL: the trace has no mappings */
 };
 
 void series_init(struct series *s);

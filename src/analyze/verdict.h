@@ -1,5 +1,7 @@
-/* The one-word answer: leak, retention, fragmentation, mixed or stable,
- * from the live-heap slope L and the RSS slope R (bytes per batch). */
+/* The one-word answer: leak, retention, fragmentation, mixed, mapped,
+ * touching, other or stable, from the slopes of the live heap L, RSS R,
+ * the program's own mappings M and the allocator's retained memory T
+ * (bytes per batch). */
 #ifndef HS_VERDICT_H
 #define HS_VERDICT_H
 
@@ -12,6 +14,9 @@ enum verdict {
 	VERDICT_RETENTION,
 	VERDICT_FRAGMENTATION,
 	VERDICT_MIXED,
+	VERDICT_MAPPED,   /* growth outside malloc: the program's mappings */
+	VERDICT_TOUCHING, /* RSS rises into memory already held */
+	VERDICT_OTHER,    /* RSS grows outside all that is recorded */
 };
 
 struct stack_growth;
@@ -30,16 +35,25 @@ struct verdict_input {
 	const struct stack_growth *stacks;
 	size_t nstacks;
 	int complete;            /* the trace has its END record */
+	/* the memory the program mapped itself (trace with HS_OPT_MAPS) */
+	int has_maps;
+	double mapped_slope, mapped_r2, mapped_mean;
+	/* what glibc retains (holes + free top), when its layout is known */
+	int has_retained;
+	double retained_slope;
+	/* RSS and the memory held (live heap + mapped) at the first and the
+	 * last batch of the regression, for `touching` */
+	double rss_first, rss_last, held_first, held_last;
 };
 
 struct verdict_why {
 	enum verdict verdict;
-	int live_grows, rss_grows;
+	int live_grows, rss_grows, mapped_grows;
 	double ratio;            /* L / R, when both are known */
 	int r_is_heap;           /* R is the allocator's footprint, not RSS */
 	double leaked_share;     /* of the growing stacks' slope, the part
 				  * whose bytes are still live at the end */
-	char text[512];          /* one or two sentences with the numbers */
+	char text[768];          /* one or two sentences with the numbers */
 };
 
 void verdict_decide(const struct verdict_input *in, struct verdict_why *out);

@@ -26,7 +26,7 @@ struct analyze_opts {
 
 enum { OPT_JSON = 'j', OPT_FORMAT = 'f', OPT_BATCHES = 'b', OPT_WARMUP = 'w',
        OPT_TOP = 'n', OPT_SITE = 's', OPT_DEBUGINFO = 0x100,
-       OPT_FRAMES, OPT_RUNTIME_FRAMES, OPT_FULL_NAMES };
+       OPT_FRAMES, OPT_RUNTIME_FRAMES, OPT_FULL_NAMES, OPT_FROM, OPT_UNTIL };
 
 static const struct argp_option options[] = {
 	{ "format", OPT_FORMAT, "FORMAT", 0,
@@ -42,6 +42,13 @@ static const struct argp_option options[] = {
 	{ "warmup", OPT_WARMUP, "N", 0,
 	  "Leave the first N batches out of the slopes (default: 10% of the "
 	  "batches, at most 5)", 0 },
+	{ "from", OPT_FROM, "T", 0,
+	  "Analyse from T on: seconds from the start of the recording "
+	  "(fractional allowed) or batch:N; --from 0 keeps the start-up that "
+	  "time windows otherwise leave out", 0 },
+	{ "until", OPT_UNTIL, "T", 0,
+	  "Analyse up to T (seconds, batch:N, or 'end'); --until end keeps "
+	  "the teardown that time windows otherwise leave out", 0 },
 	{ "top", OPT_TOP, "N", 0, "Report the N fastest-growing stacks "
 	  "(default 10)", 0 },
 	{ "group-by-site", OPT_SITE, NULL, 0,
@@ -95,6 +102,12 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--top: '%s' is not a count", arg);
 		o->a.top = (size_t)v;
 		break;
+	case OPT_FROM:
+	case OPT_UNTIL:
+		if (range_parse(arg, key == OPT_FROM ? "--from" : "--until",
+				key == OPT_FROM ? &o->a.from : &o->a.until))
+			argp_error(state, "%s", hs_last_error());
+		break;
 	case OPT_SITE:
 		o->a.group_by_site = 1;
 		break;
@@ -121,6 +134,11 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!o->npaths)
 			argp_error(state, "no trace given");
+		if (o->a.from.set && o->a.until.set && !o->a.until.end &&
+		    o->a.from.is_batch == o->a.until.is_batch &&
+		    (o->a.from.is_batch ? o->a.from.batch >= o->a.until.batch
+					: o->a.from.ns >= o->a.until.ns))
+			argp_error(state, "--from must come before --until");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -139,11 +157,18 @@ static const struct argp argp = {
 };
 
 static struct analysis *run_one(const char *path,
-				const struct analysis_opts *o)
+				const struct analysis_opts *o, int *rc)
 {
 	struct analysis *a = analysis_create(path, o);
 	if (!a) {
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());
+		return NULL;
+	}
+	if (a->range_error[0]) {
+		fprintf(stderr, "heapslope analyze: %s: %s\n", path,
+			a->range_error);
+		analysis_destroy(a);
+		*rc = 2;
 		return NULL;
 	}
 	if (a->stopped[0])
@@ -189,7 +214,7 @@ int cmd_analyze(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
 	for (size_t i = 0; i < o.npaths; i++)
-		if (!(v[i] = run_one(o.paths[i], &o.a)))
+		if (!(v[i] = run_one(o.paths[i], &o.a, &rc)))
 			goto out;
 	if (o.npaths == 1 && analysis_add_recording(v[0])) {
 		fprintf(stderr, "heapslope analyze: %s\n", hs_last_error());

@@ -85,13 +85,13 @@ out:
 int compare_write(FILE *o, struct analysis *const *v, size_t n,
 		  const struct report_opts *opts)
 {
-	char live[32], rss[32], ret[32], other[32], use[32];
+	char live[32], rss[32], ret[32], other[32], use[32], mapped[32];
 	(void)opts;
 	fprintf(o, "heapslope analyze: %zu traces side by side (bytes per "
 		   "batch, after each one's warm-up)\n\n", n);
-	fprintf(o, "  %-28s %-10s %7s %10s %10s %10s %10s %10s  %s\n",
+	fprintf(o, "  %-28s %-10s %7s %10s %10s %10s %10s %10s %10s  %s\n",
 		"trace", "allocator", "batches", "live", "RSS", "retained",
-		"other", "in use", "verdict");
+		"mapped", "other", "in use", "verdict");
 	for (size_t i = 0; i < n; i++) {
 		const struct analysis *a = v[i];
 		const struct growth *g = &a->growth;
@@ -100,6 +100,9 @@ int compare_write(FILE *o, struct analysis *const *v, size_t n,
 		snprintf(ret, sizeof(ret), "-");
 		snprintf(other, sizeof(other), "-");
 		snprintf(use, sizeof(use), "-");
+		snprintf(mapped, sizeof(mapped), "-");
+		if (g->has_maps)
+			words_bytes(g->mapped.slope, mapped, sizeof(mapped));
 		if (g->has_rss)
 			words_bytes(g->rss.slope, rss, sizeof(rss));
 		if (g->has_decomposition) {
@@ -108,15 +111,16 @@ int compare_write(FILE *o, struct analysis *const *v, size_t n,
 		}
 		if (g->has_mallinfo)
 			words_bytes(g->in_use.slope, use, sizeof(use));
-		fprintf(o, "  %-28.28s %-10.10s %7zu %10s %10s %10s %10s %10s  "
-			   "%s\n",
+		fprintf(o, "  %-28.28s %-10.10s %7zu %10s %10s %10s %10s %10s "
+			   "%10s  %s\n",
 			words_file(a->path), a->allocator ? a->allocator : "?",
-			a->series.n, live, rss, ret, other, use,
+			a->series.n, live, rss, ret, mapped, other, use,
 			words_verdict(a->verdict.verdict));
 	}
 	fprintf(o, "\n  live: the live heap's slope; RSS = live + retained "
-		   "(free memory inside glibc's heap) + other; in use: glibc's "
-		   "mallinfo2.  '-': not known for this trace or allocator.\n");
+		   "(free memory inside glibc's heap) + mapped (by the program "
+		   "itself) + other; in use: glibc's mallinfo2.  '-': not known "
+		   "for this trace or allocator.\n");
 	if (processes(o, v, n))
 		return -1;
 	if (fflush(o) != 0 || ferror(o))

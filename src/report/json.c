@@ -214,6 +214,7 @@ static cJSON *batch_entry(const struct analysis *a, size_t i)
 	num(o, "allocations", (double)x->allocations);
 	num(o, "frees", (double)x->frees);
 	num(o, "allocated_bytes", (double)x->allocated_bytes);
+	num_if(o, "mapped_bytes", x->has_maps, (double)x->mapped_bytes);
 	shape_point(a, x, o);
 	return o;
 }
@@ -268,6 +269,8 @@ static cJSON *growth(const struct analysis *a)
 	num_if(g, "heap_bytes_per_batch", fit->has_heap, fit->heap.slope);
 	num_if(g, "heap_r2", fit->has_heap, fit->heap.r2);
 	num(g, "batches_fitted", (double)fit->live.n);
+	num_if(g, "mapped_bytes_per_batch", fit->has_maps, fit->mapped.slope);
+	num_if(g, "mapped_r2", fit->has_maps, fit->mapped.r2);
 	return g;
 }
 
@@ -359,6 +362,8 @@ static cJSON *fragmentation(const struct analysis *a)
 		num(d, "live_bytes_per_batch", a->growth.live.slope);
 		num(d, "retained_bytes_per_batch", a->growth.retained.slope);
 		num(d, "other_bytes_per_batch", a->growth.other_slope);
+		num_if(d, "mapped_bytes_per_batch", a->growth.has_maps,
+		       a->growth.mapped.slope);
 	} else {
 		cJSON_AddNullToObject(f, "decomposition");
 	}
@@ -421,6 +426,110 @@ static cJSON *recording(const struct analysis *a)
 	return v;
 }
 
+static const char *const map_kinds[MAPS_KINDS] = {
+	"anon", "file", "shm", "memfd", "sysv", "other",
+};
+
+/* RSS's slope = live + retained + mapped + other, each with its share. */
+static cJSON *decomposition(const struct analysis *a)
+{
+	const struct growth *g = &a->growth;
+	if (!g->has_rss)
+		return cJSON_CreateNull();
+	cJSON *d = cJSON_CreateObject();
+	const double R = g->rss.slope;
+	num(d, "rss_bytes_per_batch", R);
+	cJSON *terms = cJSON_AddArrayToObject(d, "terms");
+	struct { const char *name; int has; double v; } t[] = {
+		{ "live", 1, g->live.slope },
+		{ "retained", g->has_decomposition, g->retained.slope },
+		{ "mapped", g->has_maps, g->mapped.slope },
+		{ "other", 1, 0 },
+	};
+	double other = R;
+	for (size_t i = 0; i < 3; i++)
+		if (t[i].has)
+			other -= t[i].v;
+	t[3].v = other;
+	for (size_t i = 0; i < 4; i++) {
+		if (!t[i].has)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "term", t[i].name);
+		num(o, "bytes_per_batch", t[i].v);
+		num_if(o, "share", R != 0, R != 0 ? t[i].v / R : 0);
+		cJSON_AddItemToArray(terms, o);
+	}
+	return d;
+}
+
+/* The memory the program mapped itself (maps.h); null without it. */
+static cJSON *mappings(const struct analysis *a)
+{
+	if (!a->has_maps)
+		return cJSON_CreateNull();
+	const struct maps_state *st = &a->maps_end;
+	const struct growth *g = &a->growth;
+	cJSON *m = cJSON_CreateObject();
+	num(m, "mapped_at_end_bytes", (double)st->mapped);
+	num(m, "peak_mapped_bytes", (double)st->peak);
+	num(m, "reserved_at_end_bytes", (double)st->reserved);
+	num_if(m, "bytes_per_batch", g->has_maps, g->mapped.slope);
+	num_if(m, "r2", g->has_maps, g->mapped.r2);
+	num(m, "maps", (double)st->maps);
+	num(m, "unmaps", (double)st->unmaps);
+	num(m, "remaps", (double)st->remaps);
+	num(m, "ignored", (double)st->ignored);
+	cJSON *k = cJSON_AddObjectToObject(m, "by_kind");
+	for (int i = 0; i < MAPS_KINDS; i++) {
+		cJSON *o = cJSON_CreateObject();
+		num(o, "bytes_at_end", (double)st->by_kind[i]);
+		num_if(o, "bytes_per_batch", g->has_maps,
+		       g->mapped_kind[i].slope);
+		cJSON_AddItemToObject(k, map_kinds[i], o);
+	}
+	cJSON *v = cJSON_AddArrayToObject(m, "stacks");
+	for (size_t i = 0; i < a->maps_shown; i++) {
+		const struct stack_growth *s = &a->map_ranked[i];
+		cJSON *o = cJSON_CreateObject();
+		num(o, "rank", (double)i + 1);
+		num(o, "bytes_per_batch", s->bytes_per_batch);
+		num(o, "r2", s->r2);
+		num(o, "mapped_bytes_at_end", (double)s->live_bytes_at_end);
+		num(o, "still_mapped_bytes", (double)s->leaked_bytes);
+		num(o, "still_mapped_ranges", (double)s->leaked_blocks);
+		num(o, "maps", (double)s->allocations);
+		unsigned kind = a->map_info[i].kind;
+		cJSON_AddStringToObject(o, "kind", kind < MAPS_KINDS
+							   ? map_kinds[kind]
+							   : "other");
+		str_or_null(o, "path", a->map_info[i].path);
+		cJSON_AddItemToObject(o, "frames",
+				      frames(s->frames, s->nframes));
+		cJSON_AddItemToArray(v, o);
+	}
+	return m;
+}
+
+/* The stretch analysed (heapslope-report(5)). */
+static cJSON *range(const struct analysis *a)
+{
+	const struct analysis_range *rg = &a->range;
+	cJSON *r = cJSON_CreateObject();
+	num(r, "from_s", rg->from_ns / 1e9);
+	num_if(r, "until_s", rg->until_ns != RANGE_END, rg->until_ns / 1e9);
+	num_if(r, "from_batch", rg->from_batch != 0, (double)rg->from_batch);
+	num_if(r, "until_batch", rg->until_batch != UINT64_MAX,
+	       (double)rg->until_batch);
+	cJSON_AddBoolToObject(r, "from_given", rg->from_set);
+	cJSON_AddBoolToObject(r, "until_given", rg->until_set);
+	cJSON_AddBoolToObject(r, "startup_cut", rg->startup_cut);
+	cJSON_AddBoolToObject(r, "teardown_cut", rg->teardown_cut);
+	num_if(r, "exiting_s", rg->has_exiting, rg->exiting_ns / 1e9);
+	str_or_null(r, "left_out", rg->left_out[0] ? rg->left_out : NULL);
+	return r;
+}
+
 static cJSON *report(const struct analysis *a)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -434,6 +543,7 @@ static cJSON *report(const struct analysis *a)
 	cJSON_AddItemToObject(root, "trace", trace(a));
 	cJSON_AddItemToObject(root, "totals", totals(a));
 	cJSON_AddItemToObject(root, "batches", batches(a));
+	cJSON_AddItemToObject(root, "range", range(a));
 	cJSON_AddItemToObject(root, "growth", growth(a));
 	cJSON_AddStringToObject(root, "verdict",
 				words_verdict(a->verdict.verdict));
@@ -444,6 +554,8 @@ static cJSON *report(const struct analysis *a)
 	cJSON_AddItemToObject(root, "fragmentation", fragmentation(a));
 	if (a->nrecording > 1)
 		cJSON_AddItemToObject(root, "recording", recording(a));
+	cJSON_AddItemToObject(root, "decomposition", decomposition(a));
+	cJSON_AddItemToObject(root, "mappings", mappings(a));
 	return root;
 }
 

@@ -111,6 +111,56 @@ static void pymalloc_line(FILE *o, const struct analysis *a)
 			   "mappings\n");
 }
 
+/* The stretch analysed, and what was left out automatically. */
+static void range(FILE *o, const struct analysis *a)
+{
+	const struct analysis_range *rg = &a->range;
+	const int by_batch = rg->from_batch || rg->until_batch != UINT64_MAX;
+	const int by_time = rg->from_ns || rg->until_ns != RANGE_END;
+	if (!by_batch && !by_time && !rg->from_set && !rg->until_set)
+		return;
+	fprintf(o, "  range     ");
+	if (by_batch) {
+		fprintf(o, "batches %" PRIu64 " to ", rg->from_batch);
+		if (rg->until_batch == UINT64_MAX)
+			fprintf(o, "the last");
+		else
+			fprintf(o, "%" PRIu64, rg->until_batch - 1);
+		fprintf(o, " of the run's %" PRIu64 "%s", a->batch_marks,
+			by_time ? ", " : "\n");
+	}
+	if (by_time || !by_batch) {
+		fprintf(o, "%.3f s to ", rg->from_ns / 1e9);
+		if (rg->until_ns == RANGE_END)
+			fprintf(o, "the end");
+		else
+			fprintf(o, "%.3f s", rg->until_ns / 1e9);
+		fprintf(o, " of the run's %.3f s\n", a->duration_ns / 1e9);
+	}
+	if (rg->left_out[0])
+		fprintf(o, "  cut       %s\n", rg->left_out);
+}
+
+/* The mapping stack that grows most, in one line, under a `mapped`
+ * verdict. */
+static void top_mapping(FILE *o, const struct analysis *a)
+{
+	static const char *const kinds[] = { "anon", "file", "shm", "memfd",
+					     "sysv", "other" };
+	const struct stack_growth *m = &a->map_ranked[0];
+	const struct map_stack *info = &a->map_info[0];
+	const char *fn = NULL;
+	char b1[32];
+	for (size_t i = 0; i < m->nframes && !fn; i++)
+		fn = m->frames[i].function;
+	fprintf(o, "  grows most: the %s mapping%s%s made in %s, %s/batch "
+		   "(mapping stack #1 below)\n",
+		info->kind < 6 ? kinds[info->kind] : "other",
+		info->path ? " of " : "", info->path ? info->path : "",
+		fn ? fn : "an unsymbolized function",
+		words_bytes(m->bytes_per_batch, b1, sizeof(b1)));
+}
+
 static void verdict(FILE *o, const struct analysis *a, int utf8)
 {
 	const struct growth *g = &a->growth;
@@ -130,39 +180,77 @@ static void verdict(FILE *o, const struct analysis *a, int utf8)
 			words_bytes(g->heap.slope, b1, sizeof(b1)));
 	fprintf(o, ", over %zu batches\n", g->live.n);
 	fprintf(o, "  why: %s\n", a->verdict.text);
+	if (a->verdict.verdict == VERDICT_MAPPED && a->maps_shown)
+		top_mapping(o, a);
 }
 
-/* Where RSS growth goes: live + retained + other, and glibc's view. */
+/* " (42%)": v's share of RSS's slope, or "" without RSS. */
+static const char *share(const struct growth *g, double v, char *buf,
+			 size_t n)
+{
+	buf[0] = 0;
+	if (g->has_rss && g->rss.slope != 0 && fabs(v / g->rss.slope) < 100)
+		snprintf(buf, n, " %5.0f%%", 100 * v / g->rss.slope);
+	else if (g->has_rss)
+		snprintf(buf, n, "      ");
+	return buf;
+}
+
+/* The memory the program mapped itself, as a term of RSS's growth. */
+static void mapped_row(FILE *o, const struct growth *g)
+{
+	char b1[32], b2[32];
+	if (!g->has_maps)
+		return;
+	fprintf(o, "  + mapped by program%12s%s  mmap, shm, memfd, shmat "
+		   "outside malloc\n",
+		words_bytes(g->mapped.slope, b1, sizeof(b1)),
+		share(g, g->mapped.slope, b2, sizeof(b2)));
+}
+
+/* Where RSS growth goes: live + retained + mapped + other, and glibc's
+ * view. */
 static void decomposition(FILE *o, const struct analysis *a)
 {
 	const struct growth *g = &a->growth;
 	char b1[32], b2[32], b3[32], b4[32];
 	if (!g->has_shape || !a->series.n)
 		return;
-	fprintf(o, "\nWhere the growth goes (per batch, after warm-up):\n");
+	fprintf(o, "\nWhere the growth goes (per batch, after warm-up; share "
+		   "of RSS's):\n");
 	if (g->has_rss)
 		fprintf(o, "  RSS                %12s\n",
 			words_bytes(g->rss.slope, b1, sizeof(b1)));
-	fprintf(o, "  %s live heap        %12s  blocks the program holds\n",
+	fprintf(o, "  %s live heap        %12s%s  blocks the program holds\n",
 		g->has_rss ? "=" : " ",
-		words_bytes(g->live.slope, b1, sizeof(b1)));
+		words_bytes(g->live.slope, b1, sizeof(b1)),
+		share(g, g->live.slope, b4, sizeof(b4)));
 	if (g->has_decomposition) {
-		fprintf(o, "  + retained by glibc%12s  free memory it keeps: "
+		fprintf(o, "  + retained by glibc%12s%s  free memory it keeps: "
 			   "holes %s",
 			words_bytes(g->retained.slope, b1, sizeof(b1)),
+			share(g, g->retained.slope, b4, sizeof(b4)),
 			words_bytes(g->holes.slope, b2, sizeof(b2)));
 		if (g->has_top)
 			fprintf(o, ", top of the heap %s",
 				words_bytes(g->top.slope, b3, sizeof(b3)));
 		fputc('\n', o);
-		fprintf(o, "  + other            %12s  mmapped data, stacks, "
-			   "code: outside the malloc heap\n",
-			words_bytes(g->other_slope, b1, sizeof(b1)));
+		mapped_row(o, g);
+		fprintf(o, "  + other            %12s%s  %s\n",
+			words_bytes(g->other_slope, b1, sizeof(b1)),
+			share(g, g->other_slope, b4, sizeof(b4)),
+			g->has_maps ? "thread stacks, code, the recorder's own "
+				      "memory"
+				    : "mmapped data, stacks, code: outside "
+				      "the malloc heap");
 	} else if (g->has_rss) {
-		fprintf(o, "  + not live         %12s  retained by %s or "
+		mapped_row(o, g);
+		double rest = g->rss.slope - g->live.slope -
+			      (g->has_maps ? g->mapped.slope : 0);
+		fprintf(o, "  + not live         %12s%s  retained by %s or "
 			   "outside the heap (its layout is glibc's only)\n",
-			words_bytes(g->rss.slope - g->live.slope, b1,
-				    sizeof(b1)),
+			words_bytes(rest, b1, sizeof(b1)),
+			share(g, rest, b4, sizeof(b4)),
 			a->allocator ? a->allocator : "the allocator");
 	}
 	if (g->has_mallinfo) {
@@ -390,6 +478,60 @@ static void stacks(FILE *o, const struct analysis *a,
 	}
 }
 
+static const char *const map_kinds[MAPS_KINDS] = {
+	"anon", "file", "shm", "memfd", "sysv", "other",
+};
+
+/* The memory the program mapped itself: by kind, then the mapping stacks
+ * ranked by growth. */
+static void mappings(FILE *o, const struct analysis *a,
+		     const struct report_opts *ro)
+{
+	const int utf8 = ro->utf8;
+	const struct maps_state *st = &a->maps_end;
+	const struct growth *g = &a->growth;
+	char b1[32], b2[32], b3[32];
+	if (!a->has_maps)
+		return;
+	fprintf(o, "\nMapped by the program (mmap, shm, memfd, shmat; not "
+		   "malloc's own): %s at the end, peak %s, %s/batch",
+		words_bytes((double)st->mapped, b1, sizeof(b1)),
+		words_bytes((double)st->peak, b2, sizeof(b2)),
+		words_bytes(g->mapped.slope, b3, sizeof(b3)));
+	if (st->reserved)
+		fprintf(o, "; %s reserved PROT_NONE, not counted",
+			words_bytes((double)st->reserved, b1, sizeof(b1)));
+	fputc('\n', o);
+	for (int k = 0; k < MAPS_KINDS; k++) {
+		if (!st->by_kind[k] && !g->mapped_kind[k].slope)
+			continue;
+		fprintf(o, "  %-6s %10s at the end, %s/batch\n", map_kinds[k],
+			words_bytes((double)st->by_kind[k], b1, sizeof(b1)),
+			words_bytes(g->mapped_kind[k].slope, b2, sizeof(b2)));
+	}
+	if (!a->maps_shown)
+		return;
+	fprintf(o, "\nTop mapping stacks by growth per batch (%zu of %zu):\n",
+		a->maps_shown, a->nmap_ranked);
+	for (size_t i = 0; i < a->maps_shown; i++) {
+		const struct stack_growth *m = &a->map_ranked[i];
+		unsigned kind = a->map_info[i].kind;
+		fprintf(o, "\n#%-3zu %s/batch  %s %.2f  %s  mapped at last batch "
+			   "%s  still mapped at the end %s in %" PRIu64
+			   " ranges  %" PRIu64 " maps\n",
+			i + 1, words_bytes(m->bytes_per_batch, b1, sizeof(b1)),
+			utf8 ? "R²" : "R2", m->r2,
+			kind < MAPS_KINDS ? map_kinds[kind] : "other",
+			words_bytes((double)m->live_bytes_at_end, b2,
+				    sizeof(b2)),
+			words_bytes((double)m->leaked_bytes, b3, sizeof(b3)),
+			m->leaked_blocks, m->allocations);
+		if (a->map_info[i].path)
+			fprintf(o, "      file %s\n", a->map_info[i].path);
+		frames(o, m->frames, m->nframes, "      ", ro);
+	}
+}
+
 static void pinning(FILE *o, const struct analysis *a,
 		    const struct report_opts *ro)
 {
@@ -442,12 +584,20 @@ int text_write(FILE *o, const struct analysis *a,
 	const int utf8 = opts->utf8;
 	summary(o, a);
 	pymalloc_line(o, a);
+	range(o, a);
 	if (recording(o, a))
 		return -1;
 	verdict(o, a, utf8);
 	decomposition(o, a);
 	series(o, a, utf8);
-	stacks(o, a, opts);
+	/* the growth the verdict names comes first */
+	if (a->verdict.verdict == VERDICT_MAPPED) {
+		mappings(o, a, opts);
+		stacks(o, a, opts);
+	} else {
+		stacks(o, a, opts);
+		mappings(o, a, opts);
+	}
 	pinning(o, a, opts);
 	notes(o, a, opts);
 	if (fflush(o) != 0 || ferror(o))

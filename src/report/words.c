@@ -52,8 +52,11 @@ const char *words_verdict(enum verdict v)
 		[VERDICT_RETENTION] = "retention",
 		[VERDICT_FRAGMENTATION] = "fragmentation",
 		[VERDICT_MIXED] = "mixed",
+		[VERDICT_MAPPED] = "mapped",
+		[VERDICT_TOUCHING] = "touching",
+		[VERDICT_OTHER] = "other",
 	};
-	return v <= VERDICT_MIXED ? names[v] : "?";
+	return v <= VERDICT_OTHER ? names[v] : "?";
 }
 
 const char *words_file(const char *path)

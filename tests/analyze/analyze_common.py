@@ -30,7 +30,8 @@ LEAK_PER_BATCH = 102400
 CACHE_PER_BATCH = 10240
 LIVE_PER_BATCH = LEAK_PER_BATCH + CACHE_PER_BATCH
 
-VERDICTS = ("leak", "retention", "fragmentation", "mixed", "stable")
+VERDICTS = ("leak", "retention", "fragmentation", "mixed", "stable",
+            "mapped", "touching", "other")
 ALL_STACKS = "1000000"  # --top: every stack
 
 
@@ -299,10 +300,12 @@ def _fragmentation(s, f, verdict):
               "retained_bytes_per_batch", "other_bytes_per_batch")
         if s.obj(dec, dp, dk):
             v = [s.num(dec, k, dp) for k in dk]
-            if None not in v and abs(v[0] - v[1] - v[2] - v[3]) > \
+            # + what the program mapped itself, when the trace has it
+            mapped = dec.get("mapped_bytes_per_batch") or 0
+            if None not in v and abs(v[0] - v[1] - v[2] - v[3] - mapped) > \
                     1e-6 * max([1.0] + [abs(x) for x in v]):
                 s.err(dp, f"rss {v[0]} != live {v[1]} + retained {v[2]} "
-                      f"+ other {v[3]}")
+                      f"+ mapped {mapped} + other {v[3]}")
     if not isinstance(f.get("pinning_matters"), bool):
         s.err(f"{path}.pinning_matters", "not a boolean")
     elif f["pinning_matters"] != (verdict in ("fragmentation", "mixed")):

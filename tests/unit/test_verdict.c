@@ -175,6 +175,100 @@ static void test_footprint(void)
 	CHECK(why.verdict == VERDICT_STABLE && !why.r_is_heap);
 }
 
+/* M grows like the live heap: 16 KiB over the window; it is `mapped`
+ * when at least as fast as L and at least half of R. */
+static void test_mapped(void)
+{
+	struct verdict_input in = input(0, 1, 0);
+	struct verdict_why why;
+	in.has_maps = 1;
+	in.mapped_r2 = 1;
+	in.mapped_slope = 8192;
+	verdict_decide(&in, &why);
+	CHECK(why.verdict == VERDICT_MAPPED && why.mapped_grows);
+	in.mapped_slope = under(8192);
+	CHECK(decide(&in) == VERDICT_STABLE);
+	/* ... R² >= 0.5 */
+	in.mapped_slope = 8192;
+	in.mapped_r2 = under(0.5);
+	CHECK(decide(&in) == VERDICT_STABLE);
+	in.mapped_r2 = 1;
+	/* without mapping records there is no M */
+	in.has_maps = 0;
+	CHECK(decide(&in) == VERDICT_STABLE);
+	in.has_maps = 1;
+	/* M >= 0.5 R */
+	in.rss_slope = 1000000;
+	in.mapped_slope = 500000;
+	CHECK(decide(&in) == VERDICT_MAPPED);
+	in.mapped_slope = under(500000);
+	in.has_retained = 1; /* T explains nothing: M's part is big */
+	CHECK(decide(&in) == VERDICT_MIXED);
+	/* M >= L: the larger names the verdict */
+	in = input(100000, 1, 150000);
+	in.has_maps = 1;
+	in.mapped_r2 = 1;
+	in.mapped_slope = 100000;
+	CHECK(decide(&in) == VERDICT_MAPPED);
+	in.mapped_slope = under(100000);
+	CHECK(decide(&in) == VERDICT_LEAK);
+}
+
+/* R grows and neither L nor M explains it: with glibc's retained memory
+ * T known, fragmentation only when T >= 0.5 R, else other. */
+static void test_retained(void)
+{
+	struct verdict_input in = input(0, 1, 1000000);
+	in.has_retained = 1;
+	in.retained_slope = 500000;
+	CHECK(decide(&in) == VERDICT_FRAGMENTATION);
+	in.retained_slope = under(500000);
+	CHECK(decide(&in) == VERDICT_OTHER);
+	/* T explains R and the live heap a part: mixed */
+	in = input(200000, 1, 1000000);
+	in.has_retained = 1;
+	in.retained_slope = 800000;
+	CHECK(decide(&in) == VERDICT_MIXED);
+	in.live_slope = under(200000);
+	CHECK(decide(&in) == VERDICT_FRAGMENTATION);
+	/* T unknown (another allocator): fragmentation as before */
+	in = input(0, 1, 1000000);
+	CHECK(decide(&in) == VERDICT_FRAGMENTATION);
+}
+
+/* RSS rises into memory already held (xz -6): touching when RSS starts
+ * below live + mapped and rises by no more than that. */
+static void test_touching(void)
+{
+	const double MiB = 1024.0 * 1024;
+	struct verdict_input in = input(0, 1, 10 * MiB);
+	struct verdict_why why;
+	in.has_retained = 1;
+	in.held_first = in.held_last = 100 * MiB;
+	in.rss_first = 10 * MiB;
+	in.rss_last = 110 * MiB; /* rose by 100 MiB: all that is held */
+	verdict_decide(&in, &why);
+	CHECK(why.verdict == VERDICT_TOUCHING);
+	CHECK(strstr(why.text, "not fragmentation") != NULL);
+	in.rss_last = nextafter(in.rss_last, INFINITY);
+	CHECK(decide(&in) == VERDICT_OTHER);
+	in.rss_last = 90 * MiB;
+	in.rss_first = 100 * MiB; /* did not start below what is held */
+	CHECK(decide(&in) == VERDICT_OTHER);
+	in.rss_first = under(100 * MiB);
+	CHECK(decide(&in) == VERDICT_TOUCHING);
+	/* T explaining R comes first */
+	in.retained_slope = 5 * MiB;
+	CHECK(decide(&in) == VERDICT_FRAGMENTATION);
+	/* a growing live heap is not touching */
+	in = input(1 * MiB, 1, 10 * MiB);
+	in.held_first = in.held_last = 100 * MiB;
+	in.rss_first = 10 * MiB;
+	in.rss_last = 50 * MiB;
+	in.has_retained = 1;
+	CHECK(decide(&in) == VERDICT_OTHER);
+}
+
 int main(void)
 {
 	test_live_bytes();
@@ -185,6 +279,9 @@ int main(void)
 	test_ratio();
 	test_leaked_share();
 	test_footprint();
+	test_mapped();
+	test_retained();
+	test_touching();
 	if (failures)
 		fprintf(stderr, "test_verdict: %d failures\n", failures);
 	return failures ? 1 : 0;
