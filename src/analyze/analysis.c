@@ -14,10 +14,13 @@
 #include "walk.h"
 #include "writer_alive.h"
 
-/* Time windows beyond this many are a unit mistake (or a corrupt clock).
- * Times past WALK_TIME_MAX are refused, so below it the window
- * arithmetic cannot wrap (windows are at most 1e18 ns). */
-#define WINDOWS_MAX SERIES_MAX
+/* Time windows beyond this many are a unit mistake (or a corrupt clock):
+ * a million (some 300 MB of batches) is 1 ms windows over a quarter of an
+ * hour.  Time records come every 10 ms, so that time:1ns is refused at
+ * the first of them, before a million windows are made.  Times past
+ * WALK_TIME_MAX are refused, so below it the window arithmetic cannot
+ * wrap (windows are at most 1e18 ns). */
+#define WINDOWS_MAX (1000u * 1000)
 #define AUTO_WINDOWS 20
 #define STACK_DEPTH_MAX 256
 

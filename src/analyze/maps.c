@@ -245,6 +245,40 @@ int maps_remap(struct maps *m, uint64_t old, uint64_t old_len, uint64_t addr,
 	return insert(m, r, batch);
 }
 
+int maps_protect(struct maps *m, uint64_t addr, uint64_t len, uint64_t prot,
+		 uint32_t batch)
+{
+	if (!valid(addr, len)) {
+		m->st.ignored++;
+		return 0;
+	}
+	const uint64_t end = addr + len;
+	const uint8_t counted = prot != PROT_NONE_VALUE;
+	int touched = 0;
+	for (uint64_t at = addr;;) {
+		size_t i = first_after(m, at);
+		if (i == m->n || m->v[i].addr >= end)
+			break;
+		struct range r = m->v[i];
+		r.addr = r.addr > at ? r.addr : at;
+		r.end = r.end < end ? r.end : end;
+		at = r.end;
+		touched = 1;
+		if (r.counted == counted)
+			continue;
+		/* the piece changes: taken out, put back with its new state */
+		r.counted = counted;
+		cut(m, r.addr, r.end, batch);
+		if (insert(m, r, batch))
+			return -1;
+	}
+	if (touched)
+		m->st.protects++;
+	else
+		m->st.ignored++;
+	return 0;
+}
+
 void maps_slot(const struct maps *m, uint32_t slot, unsigned *kind,
 	       const char **path)
 {
@@ -307,6 +341,9 @@ int maps_record(struct maps *m, const struct hs_record *rec, uint32_t batch)
 	case HS_EXT_REMAP:
 		return maps_remap(m, rec->old_ptr, rec->map.old_size,
 				  rec->ptr, rec->size, rec->stack, batch);
+	case HS_EXT_PROTECT:
+		return maps_protect(m, rec->ptr, rec->size, rec->map.prot,
+				    batch);
 	default:
 		return 0;
 	}

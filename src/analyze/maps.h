@@ -6,8 +6,9 @@
  *
  * A new mapping replaces whatever it covers (MAP_FIXED over a mapping);
  * an unmap may cut a mapping anywhere; an unmap of a range nothing maps
- * is ignored.  PROT_NONE reservations are kept (a later MAP_FIXED may
- * commit them) but are not mapped memory: they hold no pages. */
+ * is ignored.  PROT_NONE reservations are kept (a later MAP_FIXED or
+ * mprotect may commit them) but are not mapped memory: they hold no
+ * pages. */
 #ifndef HS_MAPS_H
 #define HS_MAPS_H
 
@@ -28,7 +29,7 @@ struct maps_state {
 	uint64_t reserved;            /* PROT_NONE bytes */
 	uint64_t ranges;
 	uint64_t peak;                /* highest `mapped` so far */
-	uint64_t maps, unmaps, remaps; /* records applied */
+	uint64_t maps, unmaps, remaps, protects; /* records applied */
 	uint64_t ignored;             /* records about nothing mapped, or
 				       * out of the address space */
 };
@@ -52,7 +53,13 @@ int maps_unmap(struct maps *m, uint64_t addr, uint64_t len, uint32_t batch);
  * mremap. */
 int maps_remap(struct maps *m, uint64_t old, uint64_t old_len, uint64_t addr,
 	       uint64_t len, uint64_t stack, uint32_t batch);
-/* An HS_REC_EXT record: MAP, UNMAP, REMAP applied, others ignored. */
+/* mprotect of [addr, addr + len): what it covers of the mappings counts
+ * from then on unless prot is PROT_NONE (a reservation committed, or
+ * given up); the bytes stay their mappings' stacks'. */
+int maps_protect(struct maps *m, uint64_t addr, uint64_t len, uint64_t prot,
+		 uint32_t batch);
+/* An HS_REC_EXT record: MAP, UNMAP, REMAP, PROTECT applied, others
+ * ignored. */
 int maps_record(struct maps *m, const struct hs_record *rec, uint32_t batch);
 
 void maps_state(const struct maps *m, struct maps_state *st);

@@ -120,8 +120,8 @@ static const char *unexplained(const struct verdict_input *in,
 	out->verdict = VERDICT_OTHER;
 	return "R grows, but neither the live heap, glibc's retained memory "
 	       "nor the program's mappings explain it: thread stacks, code, "
-	       "reservations committed by mprotect (a runtime's heap, such "
-	       "as V8's) or memory nothing recorded";
+	       "first touches of pages the program holds, or memory nothing "
+	       "recorded";
 }
 
 void verdict_decide(const struct verdict_input *in, struct verdict_why *out)

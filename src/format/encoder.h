@@ -265,6 +265,16 @@ static inline uint8_t *enc_exiting(uint8_t *p, uint64_t t)
 	return ext_end(payload, varint_put(payload, t));
 }
 
+#define HS_PROTECT_MAX (1 + 5 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_protect(uint8_t *p, uint64_t addr, uint64_t len,
+				   uint64_t prot)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_PROTECT);
+	uint8_t *q = varint_put(varint_put(payload, addr), len);
+	return ext_end(payload, varint_put(q, prot));
+}
+
 /* A header under construction, in a caller-owned buffer. */
 struct hs_header_buf {
 	uint8_t *buf;

@@ -164,6 +164,11 @@ static const struct hs_rec_desc ext_descs[] = {
 	{ HS_EXT_EXITING, "exiting", 0, 1, {
 		REST("time", HS_P_NONE, time_ns),
 	  }, ORDER_STORED },
+	{ HS_EXT_PROTECT, "protect", 0, 3, {
+		REST("addr", HS_P_HEX, ptr),
+		REST("len", HS_P_DEC, size),
+		REST("prot", HS_P_HEX, map.prot),
+	  }, ORDER_STORED },
 };
 
 #define NEXT_DESCS (sizeof(ext_descs) / sizeof(ext_descs[0]))

@@ -62,6 +62,8 @@ enum hs_ext_type {
 	HS_EXT_REMAP = 3,   /* mremap: a mapping moved or resized */
 	HS_EXT_EXITING = 4, /* the process began to exit (exit(), the end of
 			     * main): what follows is teardown */
+	HS_EXT_PROTECT = 5, /* mprotect of a mapping the program made: a
+			     * reservation committed, or made PROT_NONE */
 };
 
 /* What a mapping is backed by (the kind field of HS_EXT_MAP). */

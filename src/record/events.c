@@ -427,6 +427,20 @@ void rec_unmap(const void *addr, size_t len)
 	unlock();
 }
 
+void rec_protect(const void *addr, size_t len, int prot)
+{
+	rec_lock();
+	if (maps_overlaps((uintptr_t)addr, len)) {
+		uint8_t *p = reserve_thread(HS_PROTECT_MAX);
+		if (p) {
+			buffer_commit(enc_protect(p, (uintptr_t)addr, len,
+						  (uint64_t)prot));
+			hs_rec.events_since_tick = 1;
+		}
+	}
+	unlock();
+}
+
 void rec_shmdt(const void *addr)
 {
 	rec_lock();

@@ -25,6 +25,7 @@ struct real_fns {
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*mprotect)(void *, size_t, int);
 	void *(*shmat)(int, const void *, int);
 	int (*shmdt)(const void *);
 	void (*exit)(int) __attribute__((noreturn));

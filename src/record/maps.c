@@ -104,6 +104,12 @@ int maps_remove(uintptr_t start, size_t len)
 	return found;
 }
 
+int maps_overlaps(uintptr_t start, size_t len)
+{
+	size_t i = lower(start);
+	return i < count && ranges[i].start < page_end(start, len);
+}
+
 size_t maps_length_at(uintptr_t start)
 {
 	size_t i = lower(start);

@@ -12,6 +12,8 @@
 int maps_add(uintptr_t start, size_t len);
 /* Forgets [start, start+len); returns whether any of it was known. */
 int maps_remove(uintptr_t start, size_t len);
+/* Whether any of [start, start+len) is known. */
+int maps_overlaps(uintptr_t start, size_t len);
 /* The length of the known mapping that starts at start, 0 if none. */
 size_t maps_length_at(uintptr_t start);
 /* Forgets them all (a forked child's trace starts without). */

@@ -66,6 +66,7 @@ static void resolve(void)
 	RESOLVE(mmap);
 	RESOLVE(munmap);
 	RESOLVE(mremap);
+	RESOLVE(mprotect);
 	RESOLVE(shmat);
 	RESOLVE(shmdt);
 	RESOLVE(exit);
@@ -486,6 +487,23 @@ EXPORT int shmdt(const void *addr)
 		errno = e;
 	}
 	int rc = real.shmdt(addr);
+	HOOK_END();
+	return rc;
+}
+
+/* A reservation committed (V8's heap), or given up: after the call, since
+ * it changes no address's owner. */
+EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	if (unlikely(!ready()))
+		return -1;
+	HOOK_BEGIN();
+	int rc = real.mprotect(addr, len, prot);
+	if (rc == 0 && map_recorded(mode, CALLER)) {
+		int e = errno;
+		rec_protect(addr, len, prot);
+		errno = e;
+	}
 	HOOK_END();
 	return rc;
 }

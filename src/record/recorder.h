@@ -206,6 +206,8 @@ struct map_call {
 void rec_map(const struct map_call *m);
 void rec_unmap(const void *addr, size_t len); /* before the real munmap */
 void rec_shmdt(const void *addr);             /* before the real shmdt */
+/* mprotect succeeded: recorded if it touches a mapping told */
+void rec_protect(const void *addr, size_t len, int prot);
 /* mremap runs between rec_realloc_begin and this */
 void rec_mremap_end(const void *old, size_t old_len, const void *p,
 		    size_t len, int flags, int depth, const uintptr_t *ips);

@@ -479,6 +479,7 @@ static cJSON *mappings(const struct analysis *a)
 	num(m, "maps", (double)st->maps);
 	num(m, "unmaps", (double)st->unmaps);
 	num(m, "remaps", (double)st->remaps);
+	num(m, "protects", (double)st->protects);
 	num(m, "ignored", (double)st->ignored);
 	cJSON *k = cJSON_AddObjectToObject(m, "by_kind");
 	for (int i = 0; i < MAPS_KINDS; i++) {

@@ -143,8 +143,10 @@ static void range(FILE *o, const struct analysis *a)
 
 /* The mapping stack that grows most, in one line, under a `mapped`
  * verdict. */
-static void top_mapping(FILE *o, const struct analysis *a)
+static void top_mapping(FILE *o, const struct analysis *a,
+			const struct report_opts *ro)
 {
+	char name[512];
 	static const char *const kinds[] = { "anon", "file", "shm", "memfd",
 					     "sysv", "other" };
 	const struct stack_growth *m = &a->map_ranked[0];
@@ -157,12 +159,16 @@ static void top_mapping(FILE *o, const struct analysis *a)
 		   "(mapping stack #1 below)\n",
 		info->kind < 6 ? kinds[info->kind] : "other",
 		info->path ? " of " : "", info->path ? info->path : "",
-		fn ? fn : "an unsymbolized function",
+		!fn ? "an unsymbolized function"
+		: ro->full_names ? fn
+				 : name_shorten(fn, ro->utf8, name, sizeof(name)),
 		words_bytes(m->bytes_per_batch, b1, sizeof(b1)));
 }
 
-static void verdict(FILE *o, const struct analysis *a, int utf8)
+static void verdict(FILE *o, const struct analysis *a,
+		    const struct report_opts *ro)
 {
+	const int utf8 = ro->utf8;
 	const struct growth *g = &a->growth;
 	char b1[32], b2[32];
 	const char *r2 = utf8 ? "R²" : "R2";
@@ -181,7 +187,7 @@ static void verdict(FILE *o, const struct analysis *a, int utf8)
 	fprintf(o, ", over %zu batches\n", g->live.n);
 	fprintf(o, "  why: %s\n", a->verdict.text);
 	if (a->verdict.verdict == VERDICT_MAPPED && a->maps_shown)
-		top_mapping(o, a);
+		top_mapping(o, a, ro);
 }
 
 /* " (42%)": v's share of RSS's slope, or "" without RSS. */
@@ -189,8 +195,10 @@ static const char *share(const struct growth *g, double v, char *buf,
 			 size_t n)
 {
 	buf[0] = 0;
-	if (g->has_rss && g->rss.slope != 0 && fabs(v / g->rss.slope) < 100)
-		snprintf(buf, n, " %5.0f%%", 100 * v / g->rss.slope);
+	double pct = g->rss.slope != 0 ? 100 * v / g->rss.slope : 0;
+	if (g->has_rss && g->rss.slope != 0 && fabs(pct) < 10000)
+		/* no "-0%" for a small negative term */
+		snprintf(buf, n, " %5.0f%%", fabs(pct) < 0.5 ? 0 : pct);
 	else if (g->has_rss)
 		snprintf(buf, n, "      ");
 	return buf;
@@ -587,7 +595,7 @@ int text_write(FILE *o, const struct analysis *a,
 	range(o, a);
 	if (recording(o, a))
 		return -1;
-	verdict(o, a, utf8);
+	verdict(o, a, opts);
 	decomposition(o, a);
 	series(o, a, utf8);
 	/* the growth the verdict names comes first */

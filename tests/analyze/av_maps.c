@@ -126,6 +126,29 @@ static void churn(int n)
 	}
 }
 
+/* A runtime's heap, as V8 grows its own: one PROT_NONE reservation,
+ * committed 64 KiB a batch by mprotect. */
+NOINLINE static char *reserve_heap(size_t len)
+{
+	char *p = mmap(NULL, len, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	must(p != MAP_FAILED, "mmap PROT_NONE");
+	return p;
+}
+
+static void commit(int n)
+{
+	const size_t step = 16 * PAGE;
+	char *heap = reserve_heap((size_t)(n + 1) * step);
+	for (int i = 0; i < n; i++) {
+		churn_heap();
+		must(mprotect(heap + (size_t)i * step, step,
+			      PROT_READ | PROT_WRITE) == 0, "mprotect");
+		memset(heap + (size_t)i * step, 1, step);
+		heapslope_mark_batch();
+	}
+}
+
 static void touch(int n)
 {
 	const size_t step = 4u << 20;
@@ -142,7 +165,8 @@ static void touch(int n)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: av_maps kinds|churn|touch N [DIR]\n");
+		fprintf(stderr,
+			"usage: av_maps kinds|churn|touch|commit N [DIR]\n");
 		return 2;
 	}
 	int n = atoi(argv[2]);
@@ -152,6 +176,8 @@ int main(int argc, char **argv)
 		churn(n);
 	else if (!strcmp(argv[1], "touch"))
 		touch(n);
+	else if (!strcmp(argv[1], "commit"))
+		commit(n);
 	else
 		return 2;
 	return 0;

@@ -117,5 +117,22 @@ def test_touching():
           "touch: the live heap is flat")
 
 
+def test_commit():
+    """A runtime's heap (V8's): reserved PROT_NONE, committed 64 KiB a
+    batch by mprotect: mapped memory of the reservation's stack."""
+    rep, _ = report("commit")
+    m = rep["mappings"]
+    check_eq(rep["verdict"], "mapped", "commit: verdict")
+    exact(rep["growth"]["mapped_bytes_per_batch"], 16 * PAGE,
+          "commit: growth.mapped_bytes_per_batch")
+    top = m["stacks"][0]
+    check_eq(top["frames"][0]["function"], "reserve_heap",
+             "commit: the top mapping stack")
+    exact(top["bytes_per_batch"], 16 * PAGE, "commit: reserve_heap per batch")
+    check_eq(m["protects"], BATCHES, "commit: mprotect records applied")
+    check_eq(m["reserved_at_end_bytes"], 16 * PAGE,
+             "commit: the batch reserved but never committed")
+
+
 if __name__ == "__main__":
-    main([test_kinds, test_churn, test_touching])
+    main([test_kinds, test_churn, test_touching, test_commit])

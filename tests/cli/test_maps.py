@@ -36,7 +36,7 @@ def module_base(evs, path):
 
 
 def maps_of(evs):
-    return [e for e in evs if e.rec in ("map", "unmap", "remap")]
+    return [e for e in evs if e.rec in ("map", "unmap", "remap", "protect")]
 
 
 def test_kinds():
@@ -103,6 +103,10 @@ def test_kinds():
                               (int(shown[6][1], 16), 16 * PAGE),
                               (maps[6].int("addr"), 64 * PAGE)],
                  "the unmaps and the shmdt")
+        prot = [e for e in recs if e.rec == "protect"]
+        check_eq([(e.int("addr"), e.int("len"), e.int("prot")) for e in prot],
+                 [(maps[6].int("addr") + 8 * PAGE, 16 * PAGE, 3)],
+                 "protect records: the reservation's commit only")
         check_eq(s["mmaps"], 8, "dump --stats mmaps (7 maps, 1 remap)")
         hdr = subprocess.run([os.environ["HEAPSLOPE"], "dump", r.trace()],
                              capture_output=True, text=True).stdout

@@ -126,6 +126,14 @@ int main(int argc, char **argv)
 	void *r = mmap(NULL, 64 * PAGE, PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	show("reserve", r, 64 * PAGE);
+	/* part of it committed, as a runtime's heap grows */
+	if (mprotect((char *)r + 8 * PAGE, 16 * PAGE, PROT_READ | PROT_WRITE))
+		exit(1);
+	memset((char *)r + 8 * PAGE, 1, 16 * PAGE);
+	/* and of memory the program did not map: not recorded */
+	static char page[2 * PAGE] __attribute__((aligned(PAGE)));
+	mprotect(page, PAGE, PROT_READ);
+	mprotect(page, PAGE, PROT_READ | PROT_WRITE);
 	munmap(f, 3 * PAGE);
 	munmap(m, 5 * PAGE);
 	munmap(s, 6 * PAGE);

@@ -95,6 +95,44 @@ static void test_fixed_and_reserved(void)
 	stacks_destroy(s);
 }
 
+/* A runtime's heap (V8's): reserved PROT_NONE, committed by mprotect a
+ * piece at a time, a piece given up again. */
+static void test_protect(void)
+{
+	struct stacks *s = stacks_create(0, 0);
+	CHECK(stacks_node(s, 1, 0, 0x401000) == 0);
+	struct maps *m = maps_create(s);
+	CHECK(maps_map(m, A, 32 * PAGE, 0, HS_MAP_ANON, 1, 0) == 0);
+	CHECK(maps_protect(m, A + 2 * PAGE, 4 * PAGE, RW, 0) == 0);
+	CHECK(state(m).mapped == 4 * PAGE && state(m).reserved == 28 * PAGE);
+	CHECK(state(m).ranges == 3 && state(m).protects == 1);
+	/* over committed and reserved pages at once: only the change counts */
+	CHECK(maps_protect(m, A, 8 * PAGE, 1 /* PROT_READ */, 0) == 0);
+	CHECK(state(m).mapped == 8 * PAGE && state(m).reserved == 24 * PAGE);
+	/* read-write again: nothing changes */
+	CHECK(maps_protect(m, A, 8 * PAGE, RW, 0) == 0);
+	CHECK(state(m).mapped == 8 * PAGE);
+	/* given up */
+	CHECK(maps_protect(m, A + 6 * PAGE, 2 * PAGE, 0, 0) == 0);
+	CHECK(state(m).mapped == 6 * PAGE && state(m).reserved == 26 * PAGE);
+	CHECK(state(m).by_kind[HS_MAP_ANON] == 6 * PAGE);
+	/* of nothing mapped: ignored */
+	uint64_t ignored = state(m).ignored;
+	CHECK(maps_protect(m, A + 100 * PAGE, PAGE, RW, 0) == 0);
+	CHECK(state(m).ignored == ignored + 1 && state(m).mapped == 6 * PAGE);
+	/* the committed bytes are the reservation's stack's */
+	stacks_close(s, 1);
+	uint64_t bytes, ranges;
+	by_stack(s, 1, &bytes, &ranges);
+	CHECK(bytes == 6 * PAGE);
+	/* unmapping it all leaves nothing either way */
+	CHECK(maps_unmap(m, A, 32 * PAGE, 0) == 0);
+	CHECK(state(m).mapped == 0 && state(m).reserved == 0 &&
+	      state(m).ranges == 0);
+	maps_destroy(m);
+	stacks_destroy(s);
+}
+
 static void test_remap(void)
 {
 	struct stacks *s = stacks_create(0, 0);
@@ -148,6 +186,7 @@ int main(void)
 {
 	test_partial_unmap();
 	test_fixed_and_reserved();
+	test_protect();
 	test_remap();
 	test_bounds();
 	if (failures)

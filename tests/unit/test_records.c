@@ -131,6 +131,7 @@ static void test_encoders(void)
 		p = enc_unmap(p, b, c);
 		p = enc_remap(p, a, b, c, a, 1, b);
 		p = enc_exiting(p, c);
+		p = enc_protect(p, a, b, 5);
 		size_t n = (size_t)(p - mine);
 
 		/* decode with the table, encode again with it */
@@ -186,8 +187,12 @@ static void test_encoders(void)
 			if (r.kind == HS_REC_EXT &&
 			    r.ext_type == HS_EXT_EXITING)
 				CHECK(r.time_ns == c);
+			if (r.kind == HS_REC_EXT &&
+			    r.ext_type == HS_EXT_PROTECT)
+				CHECK(r.ptr == a && r.size == b &&
+				      r.map.prot == 5);
 		}
-		CHECK(kinds == 24);
+		CHECK(kinds == 25);
 		CHECK((size_t)(t - table) == n);
 		CHECK(memcmp(mine, table, n) == 0);
 	}
