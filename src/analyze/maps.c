@@ -255,7 +255,7 @@ int maps_protect(struct maps *m, uint64_t addr, uint64_t len, uint64_t prot,
 	const uint64_t end = addr + len;
 	const uint8_t counted = prot != PROT_NONE_VALUE;
 	int touched = 0;
-	for (uint64_t at = addr;;) {
+	for (uint64_t at = addr; at < end;) {
 		size_t i = first_after(m, at);
 		if (i == m->n || m->v[i].addr >= end)
 			break;

@@ -112,6 +112,12 @@ static void test_protect(void)
 	/* read-write again: nothing changes */
 	CHECK(maps_protect(m, A, 8 * PAGE, RW, 0) == 0);
 	CHECK(state(m).mapped == 8 * PAGE);
+	/* ending inside a range that goes on, with nothing to change (the
+	 * analyzer spun there on node's trace), or with a change */
+	CHECK(maps_protect(m, A + 20 * PAGE, PAGE, 0, 0) == 0);
+	CHECK(maps_protect(m, A + 30 * PAGE, PAGE, RW, 0) == 0);
+	CHECK(maps_protect(m, A + 30 * PAGE, PAGE, 0, 0) == 0);
+	CHECK(state(m).mapped == 8 * PAGE);
 	/* given up */
 	CHECK(maps_protect(m, A + 6 * PAGE, 2 * PAGE, 0, 0) == 0);
 	CHECK(state(m).mapped == 6 * PAGE && state(m).reserved == 26 * PAGE);
