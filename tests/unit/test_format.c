@@ -365,14 +365,6 @@ int main(void)
 	test_roundtrip();
 	test_bad_input();
 	test_prefetch();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		failures++;
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("format: all checks passed\n");
-	return 0;
+	check_remove_dir(dir);
+	return check_report("format");
 }

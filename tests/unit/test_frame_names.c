@@ -85,5 +85,5 @@ int main(void)
 {
 	test_runtime();
 	test_shorten();
-	return failures ? 1 : 0;
+	return check_report("frame_names");
 }

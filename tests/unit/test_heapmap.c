@@ -225,7 +225,5 @@ int main(void)
 	test_brk_heap();
 	test_regions();
 	test_probe_budget();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures != 0;
+	return check_report("heapmap");
 }

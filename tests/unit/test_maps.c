@@ -195,7 +195,5 @@ int main(void)
 	test_protect();
 	test_remap();
 	test_bounds();
-	if (failures)
-		fprintf(stderr, "test_maps: %d failures\n", failures);
-	return failures ? 1 : 0;
+	return check_report("maps");
 }

@@ -93,7 +93,5 @@ int main(void)
 	test_parse();
 	test_startup();
 	test_teardown();
-	if (failures)
-		fprintf(stderr, "test_range: %d failures\n", failures);
-	return failures ? 1 : 0;
+	return check_report("range");
 }

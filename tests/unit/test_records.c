@@ -486,7 +486,5 @@ int main(int argc, char **argv)
 	test_columns();
 	test_events();
 	test_newer();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	return check_report("records");
 }

@@ -111,7 +111,5 @@ int main(void)
 	test_known_r2();
 	test_sums();
 	test_warmup();
-	if (failures)
-		fprintf(stderr, "test_regress: %d failures\n", failures);
-	return failures ? 1 : 0;
+	return check_report("regress");
 }

@@ -393,7 +393,5 @@ int main(void)
 	test_batches();
 	test_map_random();
 	test_direct_and_generic();
-	if (failures)
-		fprintf(stderr, "test_replay: %d failures\n", failures);
-	return failures ? 1 : 0;
+	return check_report("replay");
 }

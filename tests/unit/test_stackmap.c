@@ -42,10 +42,5 @@ int main(void)
 	CHECK(stackmap_intern(m, 5, 0x400000, &is_new) == 2 && is_new);
 	stackmap_destroy(m);
 	stackmap_destroy(NULL);
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("stackmap: all checks passed\n");
-	return 0;
+	return check_report("stackmap");
 }

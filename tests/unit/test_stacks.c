@@ -168,7 +168,5 @@ int main(void)
 	test_ips();
 	for (int run = 0; run < 300; run++)
 		one_run(run);
-	if (failures)
-		fprintf(stderr, "test_stacks: %d failures\n", failures);
-	return failures ? 1 : 0;
+	return check_report("stacks");
 }

@@ -171,14 +171,6 @@ int main(void)
 	test_complete();
 	test_incomplete();
 	test_not_traces();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		failures++;
-	if (failures) {
-		fprintf(stderr, "%d checks failed\n", failures);
-		return 1;
-	}
-	printf("summary: all checks passed\n");
-	return 0;
+	check_remove_dir(dir);
+	return check_report("summary");
 }

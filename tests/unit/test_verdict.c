@@ -282,7 +282,5 @@ int main(void)
 	test_mapped();
 	test_retained();
 	test_touching();
-	if (failures)
-		fprintf(stderr, "test_verdict: %d failures\n", failures);
-	return failures ? 1 : 0;
+	return check_report("verdict");
 }
