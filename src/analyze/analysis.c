@@ -63,6 +63,7 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 	a->pid = h->pid;
 	a->ppid = h->ppid;
 	a->start_realtime_ns = h->start_realtime_ns;
+	a->start_monotonic_ns = h->start_monotonic_ns;
 	a->argv = calloc((size_t)h->argc + 1, sizeof(*a->argv));
 	if (!a->argv)
 		return hs_error("out of memory");
@@ -711,7 +712,8 @@ struct analysis *analysis_create(const char *path,
 	}
 	a->totals = p.replay->t;
 	a->writing = !a->complete && !a->stopped[0] &&
-		     writer_alive_at(a->pid, a->start_realtime_ns);
+		     writer_alive_at(a->pid, a->start_realtime_ns,
+				     a->start_monotonic_ns);
 	/* the stacks and the symbols stay: every stack's frames can be had */
 	a->stacks = p.stacks;
 	a->symbols = p.symbols;

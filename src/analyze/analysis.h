@@ -66,6 +66,7 @@ struct analysis {
 	unsigned format_version;
 	uint64_t pid, ppid;
 	uint64_t start_realtime_ns; /* ns since the epoch; 0: unknown */
+	uint64_t start_monotonic_ns; /* CLOCK_MONOTONIC then; 0: unknown */
 	char **argv; /* NULL-terminated */
 	int argc;
 	char *exe;

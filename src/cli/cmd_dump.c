@@ -209,7 +209,8 @@ struct dump {
 	const struct dump_opts *o;
 	const struct hs_header *h;
 	struct stats s;
-	uint64_t pid, start_realtime_ns; /* the header's, after the walk */
+	/* the header's, after the walk */
+	uint64_t pid, start_realtime_ns, start_monotonic_ns;
 };
 
 static int on_header(void *ctx, const struct hs_header *h)
@@ -218,6 +219,7 @@ static int on_header(void *ctx, const struct hs_header *h)
 	d->h = h;
 	d->pid = h->pid;
 	d->start_realtime_ns = h->start_realtime_ns;
+	d->start_monotonic_ns = h->start_monotonic_ns;
 	if (!d->o->stats)
 		print_header(h);
 	return 0;
@@ -261,7 +263,8 @@ int cmd_dump(int argc, char **argv)
 		fprintf(stderr, "heapslope dump: %s: recording stopped early: "
 				"%s\n", o.path, d.s.stop_reason);
 	} else if (!d.s.complete &&
-		   writer_alive_at(d.pid, d.start_realtime_ns)) {
+		   writer_alive_at(d.pid, d.start_realtime_ns,
+				   d.start_monotonic_ns)) {
 		fprintf(stderr, "heapslope dump: %s is incomplete: still being "
 				"written by process %" PRIu64 "; read up to its "
 				"last flush\n", o.path, d.pid);

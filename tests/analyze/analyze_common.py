@@ -511,7 +511,7 @@ def _varint_get(b, i):
             return v, i
 
 
-HDR_PID, HDR_START_REALTIME, HDR_PYMALLOC = 1, 5, 16
+HDR_PID, HDR_START_REALTIME, HDR_START_MONOTONIC, HDR_PYMALLOC = 1, 5, 6, 16
 
 
 def rewrite_header(data, ints):

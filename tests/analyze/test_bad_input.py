@@ -11,7 +11,8 @@ import struct
 import subprocess
 import time
 
-from analyze_common import (HDR_PID, HDR_START_REALTIME, HEAPSLOPE,
+from analyze_common import (HDR_PID, HDR_START_MONOTONIC,
+                            HDR_START_REALTIME, HEAPSLOPE,
                             analyze_run, check, check_eq, fail, main, prog,
                             record_trace, rewrite_header, run, tmpdir,
                             trace_chunks, trainsim, validate_report,
@@ -222,17 +223,28 @@ def test_live_writer():
         # the same bytes, the process gone: killed
         incomplete(write_file(d, "dead", data), "trace of a dead process",
                    "killed?")
-        # a live pid (ours) that was started after the recording began:
-        # a reused pid, not the writer
-        later = rewrite_header(data, {
-            HDR_PID: os.getpid(),
-            HDR_START_REALTIME: time.time_ns() - 3600 * 10**9})
-        rep = incomplete(write_file(d, "reused", later),
-                         "trace whose pid was reused", "killed?")
-        check_eq(rep["trace"]["writing"], False, "reused pid: trace.writing")
+        # a live pid started 10 s after the recording began: a reused
+        # pid, not the writer (whatever the machine's uptime)
+        before_rt = time.time_ns() - 10 * 10**9
+        before_mt = max(1, time.monotonic_ns() - 10 * 10**9)
+        child = subprocess.Popen(["sleep", "30"])
+        try:
+            time.sleep(0.1)
+            later = rewrite_header(data, {
+                HDR_PID: child.pid, HDR_START_REALTIME: before_rt,
+                HDR_START_MONOTONIC: before_mt})
+            rep = incomplete(write_file(d, "reused", later),
+                             "trace whose pid was reused", "killed?")
+            check_eq(rep["trace"]["writing"], False,
+                     "reused pid: trace.writing")
+        finally:
+            child.kill()
+            child.wait()
         # our pid, recording begun after we started: alive
         ours = rewrite_header(data, {HDR_PID: os.getpid(),
-                                     HDR_START_REALTIME: time.time_ns()})
+                                     HDR_START_REALTIME: time.time_ns(),
+                                     HDR_START_MONOTONIC:
+                                     time.monotonic_ns()})
         incomplete(write_file(d, "ours", ours), "trace of this test's pid",
                    "still being written")
 
