@@ -491,7 +491,8 @@ static void put_exiting(uint64_t t)
 
 void rec_exiting(void)
 {
-	if (!hs_live->on || hs_rec.exiting)
+	/* a vfork child shares our memory: its exit is not ours */
+	if (!hs_live->on || hs_rec.exiting || getpid() != hs_rec.pid)
 		return;
 	rec_lock();
 	put_exiting(now_ns());
