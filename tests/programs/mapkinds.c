@@ -3,8 +3,7 @@
  * line per mapping: "NAME ADDR LEN", for the test to match.
  *   mapkinds DIR       (DIR: where the file to map is made)
  *   mapkinds exit      (calls exit(3) after a few allocations)
- *   mapkinds bigmalloc (malloc's own mmapped blocks only)
- *   mapkinds vforkexit (a vfork child that calls exit(); main returns) */
+ *   mapkinds bigmalloc (malloc's own mmapped blocks only) */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sink.h"
@@ -105,16 +103,6 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 10; i++)
 			sink(malloc(100));
 		exit(3);
-	}
-	if (!strcmp(argv[1], "vforkexit")) {
-		pid_t pid = vfork();
-		if (pid == 0)
-			exit(0); /* wrong after vfork, and common */
-		int status;
-		if (pid < 0 || waitpid(pid, &status, 0) != pid)
-			return 1;
-		sink(malloc(100));
-		return 0;
 	}
 	if (!strcmp(argv[1], "bigmalloc")) {
 		for (int i = 0; i < 20; i++) {
