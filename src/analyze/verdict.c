@@ -9,8 +9,9 @@
  *
  * - A series grows when its fitted rise over the regression window,
  *   slope x (n - 1) for n batches, is at least 16 KiB for the live heap
- *   and M or 256 KiB for R (which moves in pages and arena steps), and
- *   at least 1% of the series' mean, with R² >= 0.5.  Fewer than 3
+ *   and M or 256 KiB for R (which moves in pages and arena steps), with
+ *   R² >= 0.5, and at least 1% of the series' mean unless R² >= 0.9 (a
+ *   steady line grows however big the series is).  Fewer than 3
  *   batches after the warm-up: too few to say anything, "stable".
  * - None grows: stable.
  * - M grows, at least as fast as L (or L does not grow), and R does not
@@ -44,6 +45,7 @@
 #define RSS_GROW_MIN_BYTES (256.0 * 1024)
 #define GROW_MIN_SHARE 0.01
 #define GROW_MIN_R2 0.5
+#define STEADY_R2 0.9
 #define EXPLAINS 0.5
 #define FRAGMENTS 0.2
 #define LEAK_SHARE 0.5
@@ -52,8 +54,9 @@ static int grows(double slope, double r2, double mean, size_t points,
 		 double min_bytes)
 {
 	double rise = slope * (double)(points - 1);
-	return rise >= min_bytes && rise >= GROW_MIN_SHARE * fabs(mean) &&
-	       r2 >= GROW_MIN_R2;
+	/* a steady line is growth however big the series is */
+	return rise >= min_bytes && r2 >= GROW_MIN_R2 &&
+	       (rise >= GROW_MIN_SHARE * fabs(mean) || r2 >= STEADY_R2);
 }
 
 static double leaked_share(const struct verdict_input *in)
@@ -174,8 +177,8 @@ void verdict_decide(const struct verdict_input *in, struct verdict_why *out)
 			    (!out->rss_grows || M >= EXPLAINS * R);
 	if (!out->live_grows && !out->rss_grows && !out->mapped_grows) {
 		reason = "neither grows beyond noise (a rise over the window of "
-			 "16 KiB live or mapped / 256 KiB R, 1% of the mean, "
-			 "R2 0.5)";
+			 "16 KiB live or mapped / 256 KiB R, R2 0.5, and 1% "
+			 "of the mean below R2 0.9)";
 	} else if (m_first) {
 		out->verdict = VERDICT_MAPPED;
 		reason = "the program's own mappings grow, at least as fast as "
