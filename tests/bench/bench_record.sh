@@ -1,9 +1,10 @@
 #!/bin/bash
 # Benchmark (not a test): the cost of `heapslope record` against heaptrack's
-# raw recording, on the bundled training-loop simulator (data/trainsim).
+# raw recording, on the bundled training-loop simulator (data/trainsim),
+# or on a Python workload.
 #
 # usage: tests/bench/bench_record.sh [--quick] [--runs N] [--batches N]
-#                                    [--ops N] [BUILD_DIR]
+#                                    [--ops N] [--workload NAME] [BUILD_DIR]
 #   BUILD_DIR   meson build directory (default: build); $HEAPSLOPE, the path
 #               of the heapslope binary, overrides BUILD_DIR/src/cli/heapslope
 #               and $TRAINSIM overrides BUILD_DIR/data/trainsim
@@ -12,6 +13,13 @@
 #   --batches N, --ops N   trainsim's size (default 200 x 20000: 8 M events,
 #               a native run of about 0.75 s on a 2-core machine)
 #   --quick     smoke mode: 1 run, no warm-up, 20 batches
+#   --workload NAME   trainsim (the default); python: a Python loop of
+#               dicts and bytearrays (--batches iterations, default 300);
+#               torch: data/torch_train.py (--batches steps, default 40)
+#               under /usr/bin/python3 with Debian's python3-torch.  The
+#               Python workloads run with PYTHONMALLOC=malloc under every
+#               tool (record sets it; native and heaptrack get it too), so
+#               that all three see the same allocations.
 #
 # Prints medians of wall time and max RSS, the time each recorder adds over
 # the native run, trace bytes per event (events = allocations + frees +
@@ -38,6 +46,7 @@ set -euo pipefail
 runs=5
 batches=200
 ops=20000
+workload=trainsim
 warmup=1
 quick=0
 batches_set=0
@@ -49,16 +58,27 @@ while (($#)); do
 	--runs) runs=$2; shift ;;
 	--batches) batches=$2; batches_set=1; shift ;;
 	--ops) ops=$2; shift ;;
+	--workload) workload=$2; shift ;;
 	-h|--help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	-*) echo "bench_record.sh: unknown option $1" >&2; exit 2 ;;
 	*) build=$1; build_given=1 ;;
 	esac
 	shift
 done
+case $workload in
+trainsim) ;;
+python) ((batches_set)) || batches=300 ;;
+torch) ((batches_set)) || batches=40 ;;
+*) echo "bench_record.sh: unknown workload $workload" >&2; exit 2 ;;
+esac
 if ((quick)); then
 	runs=1
 	warmup=0
-	((batches_set)) || batches=20
+	((batches_set)) || case $workload in
+		trainsim) batches=20 ;;
+		python) batches=50 ;;
+		torch) batches=5 ;;
+		esac
 fi
 
 me=bench_record.sh
@@ -84,7 +104,34 @@ exec 3<&0
 EOF
 	chmod +x "$work/bin/zstd"
 fi
-args=(--batches "$batches" --ops "$ops")
+# the program under test, as cmd=(...)
+case $workload in
+trainsim)
+	cmd=("$trainsim" --batches "$batches" --ops "$ops") ;;
+python)
+	cat >"$work/pyloop.py" <<'PY'
+import ctypes
+import sys
+
+mark = getattr(ctypes.CDLL(None), "heapslope_mark_batch", lambda: None)
+history = []
+for i in range(int(sys.argv[1])):
+    batch = [{"step": i, "item": j, "name": "x%d" % j,
+              "data": bytearray(32 + j % 200)} for j in range(400)]
+    total = sum(len(d["data"]) for d in batch)
+    history.append({"step": i, "total": total, "grads": bytearray(2048),
+                    "tags": [str(k) for k in range(8)]})
+    del batch
+    mark()
+PY
+	cmd=(/usr/bin/python3 "$work/pyloop.py" "$batches") ;;
+torch)
+	/usr/bin/python3 -c "import torch" 2>/dev/null ||
+		die "/usr/bin/python3 cannot import torch (apt-get install python3-torch)"
+	cmd=(/usr/bin/python3 "$root/data/torch_train.py" --steps "$batches") ;;
+esac
+# the Python workloads: the same allocator under every tool
+[[ $workload == trainsim ]] || export PYTHONMALLOC=malloc
 
 # run NAME CMD...: one timed run; appends "wall_s max_rss_kb trace_bytes
 # compressor_rss_kb" to $work/NAME.runs
@@ -117,15 +164,16 @@ run() {
 		"$rss $trace $zrss" >>"$work/$name.runs"
 }
 
-native() { run native "$trainsim" "${args[@]}"; }
+native() { run native "${cmd[@]}"; }
 heapslope() {
-	run heapslope "$hs" record -f -o "$work/hs.hst" -- "$trainsim" \
-		"${args[@]}"
+	run heapslope "$hs" record -q -f -o "$work/hs.hst" -- "${cmd[@]}"
+	# its children's traces (none for these workloads) are not counted
+	rm -f "$work"/hs.hst.*
 }
 heaptrack() {
 	rm -f "$work"/ht.raw.* "$work/zrss"
 	PATH=$work/bin:$PATH run heaptrack "$heaptrack" -r -o "$work/ht" \
-		"$trainsim" "${args[@]}"
+		"${cmd[@]}"
 }
 
 tools=(native heapslope)
@@ -146,8 +194,8 @@ busy0=$(busy_s)
 start=$EPOCHREALTIME
 note=
 ((warmup)) && note=", after a warm-up round"
-echo "heapslope record benchmark: trainsim ${args[*]}, $runs run(s) of" \
-     "each, interleaved$note; medians"
+echo "heapslope record benchmark: $(basename "${cmd[0]}") ${cmd[*]:1}," \
+     "$runs run(s) of each, interleaved$note; medians"
 if ((warmup)); then
 	round
 	rm -f "$work"/*.runs
@@ -164,13 +212,15 @@ allocs=$(stat_of allocations)
 frees=$(stat_of frees)
 reallocs=$(stat_of reallocs)
 events=$((allocs + frees + reallocs))
-want=$("$trainsim" "${args[@]}")
-for k in allocations frees reallocs; do
-	w=$(sed -n "s/.* $k=\([0-9]*\).*/\1/p" <<<"$want")
-	[[ $w == "$(stat_of $k)" ]] ||
-		echo "WARNING: heapslope recorded $k=$(stat_of $k)," \
-		     "trainsim made $w" >&2
-done
+if [[ $workload == trainsim ]]; then
+	want=$("${cmd[@]}")
+	for k in allocations frees reallocs; do
+		w=$(sed -n "s/.* $k=\([0-9]*\).*/\1/p" <<<"$want")
+		[[ $w == "$(stat_of $k)" ]] ||
+			echo "WARNING: heapslope recorded $k=$(stat_of $k)," \
+			     "trainsim made $w" >&2
+	done
+fi
 [[ $(stat_of complete) == yes ]] || echo "WARNING: heapslope trace" \
 	"incomplete" >&2
 [[ $(stat_of counts_verified) == yes ]] || echo "WARNING: heapslope" \
@@ -207,8 +257,8 @@ echo "events: $events (allocations $allocs + frees $frees +" \
      "reallocs $reallocs)"
 if [[ -n $heaptrack ]]; then
 	echo "heaptrack: $("$heaptrack" --version 2>&1 | head -n 1)," \
-	     "invoked as: heaptrack -r -o DIR/ht $(basename "$trainsim")" \
-	     "${args[*]}  (trace DIR/$(cd "$work" && echo ht.raw.*))"
+	     "invoked as: heaptrack -r -o DIR/ht $(basename "${cmd[0]}")" \
+	     "${cmd[*]:1}  (trace DIR/$(cd "$work" && echo ht.raw.*))"
 fi
 echo
 awk -v events="$events" -v zrss="$zrss" \
