@@ -92,15 +92,10 @@ static void count_event(unsigned counter)
 	hs_rec.events_since_tick = 1;
 }
 
-void events_count_unrecorded(void)
+void rec_unrecorded(void)
 {
 	__atomic_fetch_add(&hs_rec.counts[HS_COUNT_UNRECORDED], 1,
 			   __ATOMIC_RELAXED);
-}
-
-void rec_unrecorded(void)
-{
-	events_count_unrecorded();
 }
 
 /* New code (a dlopen) shows up as new stack nodes: check the loader then,
@@ -211,7 +206,7 @@ void rec_unlock(void)
 static void side_add(const struct event *e, const uintptr_t *ips, int n)
 {
 	if (side.n == SIDE_EVENTS) {
-		events_count_unrecorded();
+		rec_unrecorded();
 		return;
 	}
 	struct side_event *s = &side.ev[side.n];
@@ -260,8 +255,6 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 	nested_put(&e, ips, n);
 }
 
-static void put_exiting(uint64_t t);
-
 /* ---- events ---- */
 
 static void stack_event(unsigned kind, unsigned fn, const void *ptr,
@@ -294,9 +287,8 @@ void rec_free(unsigned fn, const void *ptr)
 	int fresh = 0;
 	rec_lock();
 	/* CPython's teardown is frees: its start is seen at the first */
-	if (__builtin_expect(exiting_py_finalizing != NULL, 0) &&
-	    !hs_rec.exiting && exiting_python())
-		put_exiting(now_ns());
+	if (__builtin_expect(exiting_py_finalizing != NULL, 0))
+		events_exiting_poll();
 	put_event(&e, NULL, 0, 0, &fresh);
 	unlock();
 }
@@ -499,10 +491,10 @@ void rec_exiting(void)
 	unlock();
 }
 
-void events_exiting_poll(uint64_t t)
+void events_exiting_poll(void)
 {
 	if (!hs_rec.exiting && exiting_python())
-		put_exiting(t);
+		put_exiting(now_ns());
 }
 
 /* ---- marks, thread names, modules ---- */

@@ -70,7 +70,6 @@ void hs_fail(const char *what, int err);
 
 /* ---- events.c ---- */
 
-void events_count_unrecorded(void);
 /* Forgets the thread's events kept aside (a longjmp left them, or a
  * forked child has its parent's). */
 void events_forget_thread(void);
@@ -85,9 +84,9 @@ void events_modules_poll(void);
 void events_modules_reset(void);
 /* Nor any of the program's mappings. */
 void events_maps_reset(void);
-/* Writer thread, lock held: the exiting record, at time t, if CPython
- * began its finalization. */
-void events_exiting_poll(uint64_t t);
+/* Lock held: the exiting record, now, if CPython began its finalization
+ * (the writer's ticks, and each free). */
+void events_exiting_poll(void);
 
 /* ---- exiting.c: when the process begins to exit ---- */
 

@@ -320,7 +320,7 @@ void recorder_abandoned(void)
 {
 	struct recorder *R = &hs_rec;
 	int self = hs_tid();
-	events_count_unrecorded();
+	rec_unrecorded();
 	unwind_forget();
 	events_forget_thread();
 	hs_guard.internal = 0;

@@ -74,7 +74,7 @@ static void tick(uint64_t t)
 			buffer_commit(enc_timerec(&hs_rec.enc, p, t));
 		hs_rec.events_since_tick = 0;
 	}
-	events_exiting_poll(t);
+	events_exiting_poll();
 }
 
 /* Lock held, and given back meanwhile: RSS only, since mallinfo2 walks
