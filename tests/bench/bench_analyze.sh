@@ -4,8 +4,8 @@
 #   trainsim   the bundled training-loop simulator (data/trainsim)
 #   python     a Python loop under PYTHONMALLOC=malloc that grows a list of
 #              dicts and bytearrays per iteration, marking each iteration
-#              with ctypes.CDLL(None).heapslope_mark_batch() when recorded
-#              by heapslope
+#              when recorded by heapslope (tests/bench/pyloop.py, which
+#              bench_record.sh --workload python runs too)
 #
 # usage: tests/bench/bench_analyze.sh [--quick] [--runs N] [--batches N]
 #                                     [--iters N] [BUILD_DIR]
@@ -76,31 +76,6 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench_analyze.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-cat >"$work/pyloop.py" <<'PY'
-import ctypes
-import sys
-
-try:
-    mark = ctypes.CDLL(None).heapslope_mark_batch
-except (OSError, AttributeError):
-    mark = None  # not recorded by heapslope
-
-iters = int(sys.argv[1])
-history = []
-for i in range(iters):
-    batch = [{"step": i, "item": j, "name": "x%d" % j,
-              "data": bytearray(32 + j % 200)} for j in range(400)]
-    total = sum(len(d["data"]) for d in batch)
-    history.append({"step": i, "total": total, "grads": bytearray(2048),
-                    "tags": [str(k) for k in range(8)]})
-    del batch
-    if mark is not None:
-        try:
-            mark()
-        except Exception:
-            mark = None
-print("pyloop: %d iterations, %d kept" % (iters, len(history)))
-PY
 
 
 # timed CMD...: runs it $runs times; prints "median_wall_s median_maxrss_kib"
@@ -150,7 +125,7 @@ bench() { # name cmd...   (environment: as exported by the caller)
 }
 
 bench trainsim "$trainsim" --batches "$batches"
-PYTHONMALLOC=malloc bench python "$PYTHON" "$work/pyloop.py" "$iters"
+PYTHONMALLOC=malloc bench python "$PYTHON" "$here/pyloop.py" "$iters"
 
 echo
 printf 'heapslope analyze vs heaptrack_print (median of %d runs; %s, %d cores)\n' \

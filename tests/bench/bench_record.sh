@@ -109,22 +109,7 @@ case $workload in
 trainsim)
 	cmd=("$trainsim" --batches "$batches" --ops "$ops") ;;
 python)
-	cat >"$work/pyloop.py" <<'PY'
-import ctypes
-import sys
-
-mark = getattr(ctypes.CDLL(None), "heapslope_mark_batch", lambda: None)
-history = []
-for i in range(int(sys.argv[1])):
-    batch = [{"step": i, "item": j, "name": "x%d" % j,
-              "data": bytearray(32 + j % 200)} for j in range(400)]
-    total = sum(len(d["data"]) for d in batch)
-    history.append({"step": i, "total": total, "grads": bytearray(2048),
-                    "tags": [str(k) for k in range(8)]})
-    del batch
-    mark()
-PY
-	cmd=(/usr/bin/python3 "$work/pyloop.py" "$batches") ;;
+	cmd=(/usr/bin/python3 "$here/pyloop.py" "$batches") ;;
 torch)
 	/usr/bin/python3 -c "import torch" 2>/dev/null ||
 		die "/usr/bin/python3 cannot import torch (apt-get install python3-torch)"
