@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "format/reader.h"
 #include "heapmap.h"
+#include "pyframes.h"
 #include "recording.h"
 #include "growth.h"
 #include "symbols.h"
@@ -39,6 +40,7 @@ struct pass {
 	struct symbols *symbols;
 	struct stacks *map_stacks; /* with HS_OPT_MAPS */
 	struct maps *maps;
+	struct pyframes *py;       /* unless --python-frames=native */
 };
 
 static void pass_finish(struct pass *p)
@@ -49,6 +51,8 @@ static void pass_finish(struct pass *p)
 	symbols_destroy(p->symbols);
 	maps_destroy(p->maps);
 	stacks_destroy(p->map_stacks);
+	pyframes_destroy(p->py);
+	p->py = NULL;
 	p->maps = NULL;
 	p->map_stacks = NULL;
 	p->replay = NULL;
@@ -105,6 +109,12 @@ static void reset_counts(struct analysis *a)
 
 /* The walk's callbacks, in the order a trace brings them. */
 
+/* A stack's site by its innermost Python line, when it has one. */
+static uint64_t python_site(void *py, uint64_t id)
+{
+	return pyframes_site(py, id);
+}
+
 static int on_header(void *ctx, const struct hs_header *h)
 {
 	struct pass *p = ctx;
@@ -120,6 +130,12 @@ static int on_header(void *ctx, const struct hs_header *h)
 	if (!p->replay || !p->symbols)
 		return -1;
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
+	if (o->python_frames != PYFRAMES_NATIVE) {
+		p->py = pyframes_create();
+		if (!p->py)
+			return -1;
+		stacks_set_site_key(p->stacks, python_site, p->py);
+	}
 	a->has_maps = (h->options & HS_OPT_MAPS) != 0;
 	if (a->has_maps) {
 		p->map_stacks = stacks_create(o->warmup > 0 ? (uint32_t)o->warmup
@@ -292,6 +308,8 @@ static int on_record(void *ctx, const struct hs_record *rec)
 		symbols_module_gone(p->symbols, rec->base);
 	if (rec->kind != HS_REC_EXT)
 		return 0;
+	if (p->py && pyframes_record(p->py, rec))
+		return -1;
 	if (p->maps && p->replay &&
 	    maps_record(p->maps, rec, p->replay->batch))
 		return -1;
@@ -609,6 +627,9 @@ static int add_frames(const struct analysis *a, struct stack_growth *g,
 	size_t cap = 0;
 	if (!g->site_ip)
 		return 0;
+	if (g->site_ip & PYFRAMES_SITE)
+		return pyframes_site_frame(a->py, g->site_ip, &g->frames,
+					   &g->nframes, &cap);
 	return symbols_resolve_at(a->symbols, g->site_ip, site_when(a, g),
 				  &g->frames, &g->nframes, &cap);
 }
@@ -644,6 +665,8 @@ int analysis_frames(const struct analysis *a, uint64_t id,
 		    struct frame **frames, size_t *n)
 {
 	uint64_t ips[STACK_DEPTH_MAX], ids[STACK_DEPTH_MAX];
+	struct frame *nv = NULL;
+	size_t nn = 0;
 	*frames = NULL;
 	*n = 0;
 	size_t depth = stacks_ips(a->stacks, id, ips, STACK_DEPTH_MAX), cap = 0;
@@ -651,11 +674,20 @@ int analysis_frames(const struct analysis *a, uint64_t id,
 	for (size_t i = 0; i < depth; i++) {
 		uint64_t when = ids[i] < a->nnode_when ? a->node_when[ids[i]]
 						       : SYMBOLS_NOW;
-		if (symbols_resolve_at(a->symbols, ips[i], when, frames, n,
-				       &cap))
+		if (symbols_resolve_at(a->symbols, ips[i], when, &nv, &nn,
+				       &cap)) {
+			*frames = nv;
+			*n = nn;
 			return -1;
+		}
 	}
-	return 0;
+	if (!a->py) {
+		*frames = nv;
+		*n = nn;
+		return 0;
+	}
+	return pyframes_merge(a->py, id, (enum pyframes_mode)a->python_frames,
+			      nv, nn, frames, n);
 }
 
 struct analysis *analysis_create(const char *path,
@@ -717,8 +749,11 @@ struct analysis *analysis_create(const char *path,
 	/* the stacks and the symbols stay: every stack's frames can be had */
 	a->stacks = p.stacks;
 	a->symbols = p.symbols;
+	a->py = p.py;
+	a->python_frames = o->python_frames;
 	p.stacks = NULL;
 	p.symbols = NULL;
+	p.py = NULL;
 	if (p.maps) {
 		maps_state(p.maps, &a->maps_end);
 		stacks_close(p.map_stacks, (uint32_t)a->series.n);
@@ -764,6 +799,7 @@ void analysis_destroy(struct analysis *a)
 	free(a->node_when);
 	symbols_destroy(a->symbols);
 	stacks_destroy(a->stacks);
+	pyframes_destroy(a->py);
 	series_finish(&a->series);
 	for (int i = 0; i < a->argc; i++)
 		free(a->argv[i]);

@@ -40,6 +40,7 @@ struct analysis_opts {
 	long warmup;               /* < 0: automatic */
 	size_t top;                /* stacks symbolized and reported */
 	int group_by_site;
+	int python_frames;         /* enum pyframes_mode */
 	const char *debuginfo_path;
 	struct range_bound from, until; /* --from, --until */
 };
@@ -133,6 +134,9 @@ struct analysis {
 	} *map_info;
 	struct stacks *stacks;   /* every stack: see analysis_frames */
 	struct symbols *symbols; /* owns the frames' module names */
+	struct pyframes *py;     /* the Python frames, NULL with
+				  * --python-frames=native */
+	int python_frames;       /* enum pyframes_mode */
 	/* per stack node id: the symbols' clock when it was read, to resolve
 	 * its address against the module mapped then (dlclose) */
 	uint64_t *node_when;

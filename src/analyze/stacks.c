@@ -49,7 +49,15 @@ struct stacks {
 	size_t site_mask;
 	stacks_skip_fn skip;
 	void *skip_ctx;
+	stacks_site_fn site_key;
+	void *site_key_ctx;
 };
+
+void stacks_set_site_key(struct stacks *s, stacks_site_fn key, void *ctx)
+{
+	s->site_key = key;
+	s->site_key_ctx = ctx;
+}
 
 void stacks_set_site_filter(struct stacks *s, stacks_skip_fn skip,
 			    void *ctx)
@@ -189,7 +197,9 @@ uint32_t stacks_ref(struct stacks *s, uint64_t id)
 	memset(sl, 0, sizeof(*sl));
 	sl->id = id;
 	if (s->by_site) {
-		sl->site = site_of(s, site_ip(s, id));
+		uint64_t key = s->site_key ? s->site_key(s->site_key_ctx, id)
+					   : 0;
+		sl->site = site_of(s, key ? key : site_ip(s, id));
 		if (sl->site == NO_SLOT)
 			return NO_SLOT;
 	}

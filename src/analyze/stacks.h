@@ -61,6 +61,11 @@ typedef int (*stacks_skip_fn)(void *ctx, uint64_t ip);
 void stacks_set_site_filter(struct stacks *s, stacks_skip_fn skip,
 			    void *ctx);
 
+/* With grouping, a stack whose key says other than 0 has that as its
+ * site instead (its innermost Python line: pyframes_site). */
+typedef uint64_t (*stacks_site_fn)(void *ctx, uint64_t id);
+void stacks_set_site_key(struct stacks *s, stacks_site_fn key, void *ctx);
+
 /* An HS_REC_STACK record; -1 (hs_error) for an id that cannot be one. */
 int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip);
 /* The accounting slot of an event's stack id, created on first use;

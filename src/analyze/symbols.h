@@ -18,6 +18,9 @@ struct frame {
 	char *file;           /* NULL: unknown */
 	unsigned line;        /* 0: unknown */
 	int inlined;          /* inlined into the frame that follows */
+	int python;           /* a Python frame (pyframes.h): function is
+			       * the code's qualified name, offset its
+			       * instruction's, module NULL */
 };
 
 struct symbols;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
+#include "analyze/pyframes.h"
 #include "commands.h"
 #include "base/error.h"
 #include "report/report.h"
@@ -26,7 +27,8 @@ struct analyze_opts {
 
 enum { OPT_JSON = 'j', OPT_FORMAT = 'f', OPT_BATCHES = 'b', OPT_WARMUP = 'w',
        OPT_TOP = 'n', OPT_SITE = 's', OPT_DEBUGINFO = 0x100,
-       OPT_FRAMES, OPT_RUNTIME_FRAMES, OPT_FULL_NAMES, OPT_FROM, OPT_UNTIL };
+       OPT_FRAMES, OPT_RUNTIME_FRAMES, OPT_FULL_NAMES, OPT_FROM, OPT_UNTIL,
+       OPT_PYTHON_FRAMES };
 
 static const struct argp_option options[] = {
 	{ "format", OPT_FORMAT, "FORMAT", 0,
@@ -52,8 +54,13 @@ static const struct argp_option options[] = {
 	{ "top", OPT_TOP, "N", 0, "Report the N fastest-growing stacks "
 	  "(default 10)", 0 },
 	{ "group-by-site", OPT_SITE, NULL, 0,
-	  "Group stacks by allocation site (innermost frame), with the paths "
-	  "that reach it underneath", 0 },
+	  "Group stacks by allocation site (innermost frame; with Python "
+	  "frames, the innermost Python line), with the paths that reach it "
+	  "underneath", 0 },
+	{ "python-frames", OPT_PYTHON_FRAMES, "MODE", 0,
+	  "How stacks show a Python program's frames: 'merged' (the default: "
+	  "each interpreter frame replaced by the Python lines it ran), "
+	  "'python' (Python lines alone) or 'native' (none)", 0 },
 	{ "frames", OPT_FRAMES, "N", 0,
 	  "Show N frames per stack in the text report (default 12; 0: all)",
 	  0 },
@@ -139,6 +146,17 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		    (o->a.from.is_batch ? o->a.from.batch >= o->a.until.batch
 					: o->a.from.ns >= o->a.until.ns))
 			argp_error(state, "--from must come before --until");
+		break;
+	case OPT_PYTHON_FRAMES:
+		if (!strcmp(arg, "merged"))
+			o->a.python_frames = PYFRAMES_MERGED;
+		else if (!strcmp(arg, "python"))
+			o->a.python_frames = PYFRAMES_PYTHON;
+		else if (!strcmp(arg, "native"))
+			o->a.python_frames = PYFRAMES_NATIVE;
+		else
+			argp_error(state, "--python-frames takes merged, python "
+					  "or native, not '%s'", arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

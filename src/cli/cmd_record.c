@@ -10,7 +10,8 @@
 #define STR_(x) #x
 
 enum { OPT_INTERVAL = 1000, OPT_DEPTH, OPT_NO_FOLLOW, OPT_MMAP, OPT_NO_MMAP,
-       OPT_KEEP_PY, OPT_UNWIND, OPT_ALLOCATOR, OPT_MALLINFO, OPT_LIST };
+       OPT_KEEP_PY,
+	OPT_NO_PYTHON, OPT_UNWIND, OPT_ALLOCATOR, OPT_MALLINFO, OPT_LIST };
 
 static const struct argp_option options[] = {
 	{ "output", 'o', "FILE", 0,
@@ -39,6 +40,9 @@ static const struct argp_option options[] = {
 	  "private and shared)", 0 },
 	{ "mmap", OPT_MMAP, NULL, OPTION_HIDDEN,
 	  "Record the program's mappings (the default)", 0 },
+	{ "no-python", OPT_NO_PYTHON, NULL, 0,
+	  "Do not read the Python frames of a CPython program: its stacks "
+	  "are native only", 0 },
 	{ "keep-pymalloc", OPT_KEEP_PY, NULL, 0,
 	  "Do not set PYTHONMALLOC=malloc for Python programs", 0 },
 	{ "unwind", OPT_UNWIND, "METHOD", 0,
@@ -95,6 +99,9 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_MMAP:
 		o->mmap = 0;
+		break;
+	case OPT_NO_PYTHON:
+		o->python = 0;
 		break;
 	case OPT_KEEP_PY:
 		o->keep_pymalloc = 1;

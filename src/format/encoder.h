@@ -275,6 +275,46 @@ static inline uint8_t *enc_protect(uint8_t *p, uint64_t addr, uint64_t len,
 	return ext_end(payload, varint_put(q, prot));
 }
 
+/* A Python code object: the strings are the caller's, of the lengths
+ * given (HS_PY_CODE_MAX bounds the record). */
+#define HS_PY_CODE_MAX(strings) (1 + 9 * HS_VARINT_MAX + (strings))
+
+static inline uint8_t *enc_py_code(uint8_t *p, uint64_t code,
+				   uint64_t version, uint64_t first_line,
+				   const char *file, size_t file_len,
+				   const char *name, size_t name_len,
+				   const char *qualname, size_t qualname_len,
+				   const void *lines, size_t lines_len)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_PY_CODE);
+	uint8_t *q = varint_put(varint_put(payload, code), version);
+	q = varint_put(q, first_line);
+	q = enc_str(q, file, file_len);
+	q = enc_str(q, name, name_len);
+	q = enc_str(q, qualname, qualname_len);
+	return ext_end(payload, enc_str(q, lines, lines_len));
+}
+
+#define HS_PY_FRAME_MAX (1 + 7 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_py_frame(uint8_t *p, uint64_t id, uint64_t parent,
+				    uint64_t code, uint64_t offset,
+				    uint64_t flags)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_PY_FRAME);
+	uint8_t *q = varint_put(varint_put(payload, id), parent);
+	q = varint_put(varint_put(q, code), offset);
+	return ext_end(payload, varint_put(q, flags));
+}
+
+#define HS_PY_STACK_MAX (1 + 4 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_py_stack(uint8_t *p, uint64_t id, uint64_t python)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_PY_STACK);
+	return ext_end(payload, varint_put(varint_put(payload, id), python));
+}
+
 /* A header under construction, in a caller-owned buffer. */
 struct hs_header_buf {
 	uint8_t *buf;

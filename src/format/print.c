@@ -161,7 +161,7 @@ void hs_rec_print(FILE *o, const struct hs_record *r)
 		d = e;
 	}
 	print_word(o, d, r);
-	if (d->kind == HS_REC_MARK) { /* "batch", or the label */
+	if (d == hs_rec_desc(HS_REC_MARK)) { /* "batch", or the label */
 		if (r->mark_kind == HS_MARK_BATCH) {
 			fputs(" batch", o);
 		} else {

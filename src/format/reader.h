@@ -76,6 +76,18 @@ struct hs_record {
 		uint64_t offset;      /* in the file (shmat: the shm id) */
 		uint64_t old_size;
 	} map;
+	/* HS_EXT_PY_CODE: code, version (CPython's Py_Version), first_line,
+	 * str (the file), name, qualname and lines (the line table, in the
+	 * version's format); HS_EXT_PY_FRAME: id, parent, code, offset (of
+	 * the instruction, in 16-bit code units), flags (HS_PY_*);
+	 * HS_EXT_PY_STACK: id (the stack node), python (its innermost
+	 * Python frame node) */
+	struct hs_py_info {
+		uint64_t code, version, first_line, offset, flags, python;
+		const char *name, *qualname;
+		const uint8_t *lines;
+		size_t name_len, qualname_len, lines_len;
+	} py;
 };
 
 /* A heap event (kind >= HS_REC_ALLOC), as reader_events decodes it: the

@@ -169,6 +169,28 @@ static const struct hs_rec_desc ext_descs[] = {
 		REST("len", HS_P_DEC, size),
 		REST("prot", HS_P_HEX, map.prot),
 	  }, ORDER_STORED },
+	{ HS_EXT_PY_CODE, "pycode", 0, 7, {
+		REST("code", HS_P_DEC, py.code),
+		REST("version", HS_P_HEX, py.version),
+		REST("first_line", HS_P_DEC, py.first_line),
+		STR("file", str, str_len),
+		STR("name", py.name, py.name_len),
+		STR("qualname", py.qualname, py.qualname_len),
+		{ .name = "lines", .type = HS_F_STR, .column = HS_COL_REST,
+		  .print = HS_P_BYTES, .width = 8, .at = AT(py.lines),
+		  .len_at = AT(py.lines_len) },
+	  }, ORDER_STORED },
+	{ HS_EXT_PY_FRAME, "pyframe", 0, 5, {
+		REST("id", HS_P_DEC, id),
+		REST("parent", HS_P_DEC, parent),
+		REST("code", HS_P_DEC, py.code),
+		REST("offset", HS_P_DEC, py.offset),
+		REST("flags", HS_P_DEC, py.flags),
+	  }, ORDER_STORED },
+	{ HS_EXT_PY_STACK, "pystack", 0, 2, {
+		REST("id", HS_P_DEC, id),
+		REST("python", HS_P_DEC, py.python),
+	  }, ORDER_STORED },
 };
 
 #define NEXT_DESCS (sizeof(ext_descs) / sizeof(ext_descs[0]))

@@ -64,6 +64,24 @@ enum hs_ext_type {
 			     * main): what follows is teardown */
 	HS_EXT_PROTECT = 5, /* mprotect of a mapping the program made: a
 			     * reservation committed, or made PROT_NONE */
+	HS_EXT_PY_CODE = 6,  /* a Python code object, once: its names, file,
+			      * first line and line table */
+	HS_EXT_PY_FRAME = 7, /* a node of the Python frame tree: (parent,
+			      * code, instruction) */
+	HS_EXT_PY_STACK = 8, /* a stack node that is a native stack with
+			      * Python frames: its STACK record copies the
+			      * native stack's innermost node, so a reader
+			      * that skips this sees the native stack */
+};
+
+/* HS_EXT_PY_FRAME flags. */
+enum hs_py_frame_flags {
+	HS_PY_ENTRY = 1, /* the outermost frame one native call of the
+			  * interpreter's eval loop runs: the frames up to
+			  * and including it belong to one native
+			  * _PyEval_EvalFrameDefault frame */
+	HS_PY_NONE = 2,  /* no Python frame: that eval call has none that
+			  * has begun (code 0) */
 };
 
 /* What a mapping is backed by (the kind field of HS_EXT_MAP). */

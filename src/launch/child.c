@@ -47,6 +47,7 @@ static int set_environment(const struct child *c)
 	setenv(HS_ENV_DEPTH, num, 1);
 	setenv(HS_ENV_FOLLOW, o->no_follow ? "0" : "1", 1);
 	setenv(HS_ENV_MMAP, o->mmap ? "1" : "0", 1);
+	setenv(HS_ENV_PYTHON, o->python ? "1" : "0", 1);
 	snprintf(num, sizeof(num), "%ld", o->mallinfo);
 	setenv(HS_ENV_MALLINFO, num, 1);
 	if (o->unwind)

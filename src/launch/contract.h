@@ -25,6 +25,9 @@
 				      * makes (mmap, mremap, munmap, shmat,
 				      * shmdt); 0: none */
 #define HS_MMAP_DEFAULT 1
+#define HS_ENV_PYTHON "HEAPSLOPE_PYTHON" /* 1: Python frames in the stacks
+					  * of a CPython process; 0: not */
+#define HS_PYTHON_DEFAULT 1
 /* "1": record set PYTHONMALLOC=malloc for the program (it was unset), for
  * the trace header; believed only while PYTHONMALLOC is still "malloc" */
 #define HS_ENV_PYMALLOC "HEAPSLOPE_PYMALLOC"

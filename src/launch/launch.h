@@ -14,6 +14,7 @@ struct launch_opts {
 	long mallinfo;       /* enum hs_mallinfo */
 	int no_follow;
 	int mmap;
+	int python;          /* Python frames in the stacks */
 	int keep_pymalloc;   /* leave PYTHONMALLOC alone */
 	const char *unwind;  /* NULL: the recorder's default */
 	const char *allocator; /* --allocator NAME|PATH, NULL: glibc */
@@ -31,6 +32,7 @@ struct launch_opts {
 		.depth = HS_DEPTH_DEFAULT,                                   \
 		.mallinfo = HS_MALLINFO_DEFAULT,                             \
 		.mmap = HS_MMAP_DEFAULT,                                     \
+		.python = HS_PYTHON_DEFAULT,                                 \
 		.list_max = LAUNCH_LIST_DEFAULT,                             \
 	}
 

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "maps.h"
+#include "python.h"
 #include "records.h"
 #include "stacks.h"
 #include "unwind.h"
@@ -113,23 +114,68 @@ struct event {
 	uint64_t size;
 };
 
-/* Lock held: appends e with the stack ips[0..n) (unused by frees).
- * key: the unwinder's walk key for that stack, or 0.  Inlined: at each
- * call the kind is mostly known, and this is every event's path. */
+/* The Python frames of an event's thread (python.h), from their capture
+ * to the stack's id: only on the paths of a process that runs Python,
+ * whose threads have room for them. */
+struct py_stack {
+	int n, common;
+	struct py_raw f[PY_DEPTH];
+	uint32_t codes[PY_DEPTH];
+};
+
+/* Lock held: the bytes the records of py's frames may take (0: none;
+ * py->n is then 0). */
+static size_t py_bound(struct py_stack *py)
+{
+	if (!py || !py->n)
+		return 0;
+	py->common = stacks_py_common(py->f, py->n);
+	if (py->common < 0) {
+		py->n = 0;
+		return 0;
+	}
+	int m = py->n - py->common;
+	return python_codes_need(py->f, m, py->codes) +
+	       (size_t)m * HS_PY_FRAME_MAX + STACK_REC_MAX + HS_PY_STACK_MAX;
+}
+
+/* Lock held, room reserved (py_bound): the id of the stack ips[0..n)
+ * with py's Python frames, if any. */
+static inline __attribute__((always_inline)) uint32_t
+stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
+	 uint8_t **pp, int *fresh)
+{
+	if (!py || !py->n || !n) {
+		uint32_t id = stacks_known(key);
+		return id ? id : stacks_intern(ips, n, key, pp, fresh);
+	}
+	uint64_t ref = stacks_known_ref(key);
+	if (!ref)
+		ref = stacks_intern_ref(ips, n, key, pp, fresh);
+	int m = py->n - py->common;
+	*pp = python_codes_put(py->f, m, py->codes, *pp);
+	uint32_t python = stacks_py_intern(py->f, py->codes, py->n,
+					   py->common, pp);
+	return stacks_join(ref, ips[0], python, pp, fresh);
+}
+
+/* Lock held: appends e with the stack ips[0..n) and the Python frames py
+ * (NULL: none; both unused by frees).  key: the unwinder's walk key for
+ * that stack, or 0.  Inlined: at each call the kind is mostly known, and
+ * this is every event's path. */
 static inline __attribute__((always_inline)) void
 put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
-	  int *fresh)
+	  struct py_stack *py, int *fresh)
 {
 	struct recorder *R = &hs_rec;
-	uint8_t *p = reserve_thread(event_bound(n));
+	if (e->kind == HS_REC_FREE)
+		py = NULL;
+	uint8_t *p = reserve_thread(event_bound(n) + py_bound(py));
 	if (!p)
 		return;
 	uint32_t id = 0;
-	if (e->kind != HS_REC_FREE) {
-		id = stacks_known(key);
-		if (!id)
-			id = stacks_intern(ips, n, key, &p, fresh);
-	}
+	if (e->kind != HS_REC_FREE)
+		id = stack_id(ips, n, key, py, &p, fresh);
 	switch (e->kind) {
 	case HS_REC_ALLOC:
 		p = enc_alloc(&R->enc, p, e->fn, e->ptr, e->size, id);
@@ -166,7 +212,7 @@ static void side_flush(uintptr_t freed, int *fresh)
 			continue;
 		}
 		struct event e = { s->kind, s->fn, s->old, s->ptr, s->size };
-		put_event(&e, s->ips, s->n, 0, fresh);
+		put_event(&e, s->ips, s->n, 0, NULL, fresh);
 	}
 	side.n = keep;
 }
@@ -234,7 +280,7 @@ static void nested_put(const struct event *e, const uintptr_t *ips, int n)
 	}
 	int fresh = 0;
 	rec_lock();
-	put_event(e, ips, n, 0, &fresh);
+	put_event(e, ips, n, 0, NULL, &fresh);
 	rec_unlock();
 	after_fresh_nodes(fresh);
 }
@@ -257,6 +303,20 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 
 /* ---- events ---- */
 
+/* The same with the thread's Python frames. */
+static __attribute__((noinline)) void
+stack_event_py(const struct event *e, const uintptr_t *ips, int n,
+	       uint64_t key)
+{
+	struct py_stack py;
+	py.n = python_capture(py.f);
+	int fresh = 0;
+	rec_lock();
+	put_event(e, ips, n, key, &py, &fresh);
+	unlock();
+	after_fresh_nodes(fresh);
+}
+
 static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 			uint64_t size)
 {
@@ -264,9 +324,13 @@ static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 	uint64_t key;
 	int n = unwind_capture(ips, hs_settings.depth, &key);
 	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
+	if (__builtin_expect(python_on(), 0)) {
+		stack_event_py(&e, ips, n, key);
+		return;
+	}
 	int fresh = 0;
 	rec_lock();
-	put_event(&e, ips, n, key, &fresh);
+	put_event(&e, ips, n, key, NULL, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -289,7 +353,7 @@ void rec_free(unsigned fn, const void *ptr)
 	/* CPython's teardown is frees: its start is seen at the first */
 	if (__builtin_expect(exiting_py_finalizing != NULL, 0))
 		events_exiting_poll();
-	put_event(&e, NULL, 0, 0, &fresh);
+	put_event(&e, NULL, 0, 0, NULL, &fresh);
 	unlock();
 }
 
@@ -342,6 +406,16 @@ void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
 	}
 }
 
+/* Lock held: put_event with the thread's Python frames, read under the
+ * lock (a realloc's stack is captured before it takes the lock). */
+static __attribute__((noinline)) void
+put_event_py(const struct event *e, const uintptr_t *ips, int n, int *fresh)
+{
+	struct py_stack py;
+	py.n = python_capture(py.f);
+	put_event(e, ips, n, 0, &py, fresh);
+}
+
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 		     size_t size, int n, const uintptr_t *ips)
 {
@@ -349,7 +423,10 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 	int fresh = 0;
 	if (__builtin_expect(side.n != 0, 0) && ptr)
 		side_flush((uintptr_t)ptr, &fresh);
-	put_event(&e, ips, n, 0, &fresh);
+	if (__builtin_expect(python_on(), 0) && e.kind != HS_REC_FREE)
+		put_event_py(&e, ips, n, &fresh);
+	else
+		put_event(&e, ips, n, 0, NULL, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -363,9 +440,10 @@ static void count_map(unsigned counter)
 	hs_rec.events_since_tick = 1;
 }
 
-/* Lock held: the record of a new mapping, with the stack ips[0..n). */
+/* Lock held: the record of a new mapping, with the stack ips[0..n) and
+ * the Python frames py (or NULL). */
 static void put_map(const struct map_call *m, const uintptr_t *ips, int n,
-		    uint64_t key, int *fresh)
+		    uint64_t key, struct py_stack *py, int *fresh)
 {
 	struct map_file f = { HS_MAP_ANON, 0, 0, "", 0 };
 	if (m->shmid >= 0)
@@ -374,16 +452,27 @@ static void put_map(const struct map_call *m, const uintptr_t *ips, int n,
 		maps_describe(m->fd, &f);
 	}
 	maps_add(m->addr, m->len);
-	uint8_t *p = reserve_thread(event_bound(n) + HS_MAP_MAX(f.path_len));
+	uint8_t *p = reserve_thread(event_bound(n) + py_bound(py) +
+				    HS_MAP_MAX(f.path_len));
 	if (!p)
 		return;
-	uint32_t id = stacks_known(key);
-	if (!id)
-		id = stacks_intern(ips, n, key, &p, fresh);
+	uint32_t id = stack_id(ips, n, key, py, &p, fresh);
 	p = enc_map(p, m->addr, m->len, (uint64_t)m->prot, (uint64_t)m->flags,
 		    f.kind, f.dev, f.ino, m->offset, id, f.path, f.path_len);
 	count_map(HS_COUNT_MMAPS);
 	buffer_commit(p);
+}
+
+static __attribute__((noinline)) void
+map_py(const struct map_call *m, const uintptr_t *ips, int n, uint64_t key)
+{
+	struct py_stack py;
+	py.n = python_capture(py.f);
+	int fresh = 0;
+	rec_lock();
+	put_map(m, ips, n, key, &py, &fresh);
+	unlock();
+	after_fresh_nodes(fresh);
 }
 
 void rec_map(const struct map_call *m)
@@ -391,9 +480,13 @@ void rec_map(const struct map_call *m)
 	uintptr_t ips[HS_DEPTH_MAX];
 	uint64_t key;
 	int n = unwind_capture(ips, hs_settings.depth, &key);
+	if (__builtin_expect(python_on(), 0)) {
+		map_py(m, ips, n, key);
+		return;
+	}
 	int fresh = 0;
 	rec_lock();
-	put_map(m, ips, n, key, &fresh);
+	put_map(m, ips, n, key, NULL, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }

@@ -11,6 +11,7 @@
 
 #include "../base/rmem.h"
 #include "internal.h"
+#include "python.h"
 #include "records.h"
 #include "stacks.h"
 #include "unwind.h"
@@ -126,6 +127,7 @@ void recorder_init(int argc, char **argv)
 	R->gen = 1;
 	settings_read();
 	exiting_init();
+	python_init(hs_settings.python);
 	start_clock();
 	live_map();
 	if (!hs_settings.follow && !first_image())

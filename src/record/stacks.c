@@ -23,13 +23,22 @@
 
 struct leaf {
 	uint64_t hash;
-	uint32_t id, n;
+	uint64_t ref; /* STACKS_REF(id, parent) */
+	uint32_t n;
+};
+
+/* The thread's previous Python stack: raw frames and their node ids. */
+struct py_path {
+	int n;
+	struct py_raw raw[PY_DEPTH];
+	uint32_t ids[PY_DEPTH];
 };
 
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
 struct cache {
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
+	struct py_path py;
 };
 
 static __thread struct {
@@ -42,6 +51,7 @@ static __thread struct {
 __thread struct stacks_keyed *stacks_keyed HS_TLS;
 
 static struct stackmap *table;
+static struct stackmap *py_table; /* Python frame nodes, ids of their own */
 static pthread_key_t cache_key;
 static int have_cache_key;
 
@@ -58,7 +68,8 @@ static void cache_gone(void *p)
 int stacks_create(void)
 {
 	table = stackmap_create();
-	if (!table)
+	py_table = stackmap_create();
+	if (!table || !py_table)
 		return -1;
 	have_cache_key = pthread_key_create(&cache_key, cache_gone) == 0;
 	return 0;
@@ -71,7 +82,8 @@ int stacks_reset(void)
 	if (path.cache &&
 	    madvise(path.cache, sizeof(struct cache), MADV_DONTNEED))
 		memset(path.cache, 0, sizeof(struct cache));
-	return stackmap_reset(table);
+	python_reset();
+	return stackmap_reset(table) || stackmap_reset(py_table) ? -1 : 0;
 }
 
 /* The thread's cache, mapped on its first stack; NULL if it cannot be. */
@@ -96,7 +108,7 @@ static struct cache *thread_cache(void)
 /* The stack's id by the tree, writing the nodes not seen before.  The
  * thread's previous stack usually shares its outer part, which is reused
  * without a lookup. */
-static uint32_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
+static uint64_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
 			    int *fresh)
 {
 	int m = path.n;
@@ -104,7 +116,8 @@ static uint32_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
 	while (c < n && c < m && ips[n - 1 - c] == path.ips[m - 1 - c])
 		c++;
 	if (c == n && n == m)
-		return n ? path.ids[0] : 0;
+		return n ? STACKS_REF(path.ids[0], n > 1 ? path.ids[1] : 0)
+			 : 0;
 	uint32_t ids[HS_DEPTH_MAX];
 	for (int k = 0; k < c; k++)
 		ids[n - 1 - k] = path.ids[m - 1 - k];
@@ -127,7 +140,7 @@ static uint32_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
 	memcpy(path.ips, ips, (size_t)n * sizeof(*ips));
 	memcpy(path.ids, ids, (size_t)n * sizeof(*ids));
 	path.n = n;
-	return n ? ids[0] : 0;
+	return n ? STACKS_REF(ids[0], n > 1 ? ids[1] : 0) : 0;
 }
 
 /* Four lanes, each a multiply-xorshift chain over every fourth address,
@@ -159,25 +172,105 @@ static inline uint64_t stack_hash(const uintptr_t *ips, int n)
 	return lane(h, 0);
 }
 
-uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       uint8_t **pp, int *fresh)
+uint64_t stacks_intern_ref(const uintptr_t *ips, int n, uint64_t key,
+			   uint8_t **pp, int *fresh)
 {
 	struct cache *c = thread_cache();
 	if (!c)
 		return intern_path(ips, n, pp, fresh);
-	uint32_t id = stacks_known(key);
-	if (id)
-		return id;
+	uint64_t ref = stacks_known_ref(key);
+	if (ref)
+		return ref;
 	uint64_t h = stack_hash(ips, n);
 	struct leaf *l = &c->leaves[h & (LEAVES - 1)];
-	if (l->hash == h && l->n == (uint32_t)n && l->id) {
-		id = l->id;
+	if (l->hash == h && l->n == (uint32_t)n && l->ref) {
+		ref = l->ref;
 	} else {
-		id = intern_path(ips, n, pp, fresh);
-		*l = (struct leaf){ h, id, (uint32_t)n };
+		ref = intern_path(ips, n, pp, fresh);
+		*l = (struct leaf){ h, ref, (uint32_t)n };
 	}
-	if (key && id)
+	if (key && ref)
 		c->keyed[key & (STACKS_KEYED - 1)] =
-			(struct stacks_keyed){ key, id };
-	return id;
+			(struct stacks_keyed){ key, ref };
+	return ref;
+}
+
+uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
+		       uint8_t **pp, int *fresh)
+{
+	return (uint32_t)stacks_intern_ref(ips, n, key, pp, fresh);
+}
+
+/* ---- Python frames ---- */
+
+int stacks_py_common(const struct py_raw *f, int n)
+{
+	struct cache *c = thread_cache();
+	if (!c)
+		return -1;
+	const struct py_path *pp = &c->py;
+	int m = pp->n, k = 0;
+	while (k < n && k < m) {
+		const struct py_raw *a = &f[n - 1 - k], *b = &pp->raw[m - 1 - k];
+		if (a->code != b->code || a->lines != b->lines ||
+		    a->where != b->where)
+			break;
+		k++;
+	}
+	return k;
+}
+
+uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
+			  int n, int common, uint8_t **pp)
+{
+	struct py_path *path_py = &thread_cache()->py;
+	uint32_t ids[PY_DEPTH];
+	int m = path_py->n;
+	if (common == n && n == m)
+		return n ? path_py->ids[0] : 0;
+	for (int k = 0; k < common; k++)
+		ids[n - 1 - k] = path_py->ids[m - 1 - k];
+	for (int i = n - 1 - common; i >= 0; i--) {
+		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
+		uint64_t key = (uint64_t)codes[i] << 32 | f[i].where;
+		int is_new;
+		uint32_t id = stackmap_intern(py_table, parent, key, &is_new);
+		if (!id) {
+			hs_fail("out of memory for the stack table", ENOMEM);
+			path_py->n = 0;
+			return 0;
+		}
+		if (is_new)
+			*pp = enc_py_frame(*pp, id, parent, codes[i],
+					   f[i].where >> 2, f[i].where & 3);
+		ids[i] = id;
+	}
+	memcpy(path_py->raw, f, (size_t)n * sizeof(*f));
+	memcpy(path_py->ids, ids, (size_t)n * sizeof(*ids));
+	path_py->n = n;
+	return n ? ids[0] : 0;
+}
+
+uint32_t stacks_join(uint64_t native, uintptr_t ip, uint32_t python,
+		     uint8_t **pp, int *fresh)
+{
+	int is_new;
+	uint32_t id = (uint32_t)native;
+	if (!id || !python)
+		return id;
+	uint32_t joint = stackmap_intern(table, id, STACKS_JOINT | python,
+					 &is_new);
+	if (!joint) {
+		hs_fail("out of memory for the stack table", ENOMEM);
+		return 0;
+	}
+	if (is_new) {
+		/* the native stack's innermost node again: what a reader that
+		 * skips the Python record sees */
+		*pp = enc_stack(*pp, joint, native >> 32, ip);
+		*pp = enc_py_stack(*pp, joint, python);
+		hs_rec.counts[HS_COUNT_STACKS]++;
+		*fresh = 1;
+	}
+	return joint;
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "python.h"   /* struct py_raw */
 #include "recorder.h" /* HS_TLS */
 #include "unwind.h"   /* UNWIND_WALK_BITS */
 
@@ -25,24 +26,54 @@ int stacks_reset(void);
  * grow (recording stops). */
 uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
 		       uint8_t **pp, int *fresh);
+/* The same as a reference: the id, and in the high half its parent's
+ * (stacks_join needs it). */
+#define STACKS_REF(id, parent) ((uint64_t)(parent) << 32 | (id))
+uint64_t stacks_intern_ref(const uintptr_t *ips, int n, uint64_t key,
+			   uint8_t **pp, int *fresh);
+
+/* Python frames (python.h) f[0..n), innermost first, as a node of a tree
+ * of their own, written as HS_EXT_PY_FRAME records:
+ * - stacks_py_common: how many outer frames the thread's previous Python
+ *   stack had the same (reused without a lookup); -1 when the thread has
+ *   no cache (its Python frames are then left out);
+ * - stacks_py_intern: the innermost node's id, codes[] the trace ids of
+ *   the frames' codes (python_codes_put); 0 when the table cannot grow.
+ * stacks_join: the node of native stack `native` (a reference, whose
+ * innermost return address is ip) with Python stack `python`: a STACK
+ * record that repeats the native node, and HS_EXT_PY_STACK; the native
+ * id itself when python is 0. */
+int stacks_py_common(const struct py_raw *f, int n);
+uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
+			  int n, int common, uint8_t **pp);
+uint32_t stacks_join(uint64_t native, uintptr_t ip, uint32_t python,
+		     uint8_t **pp, int *fresh);
+/* The key of a joint node in the native table: no return address has
+ * bit 63 set. */
+#define STACKS_JOINT (1ull << 63)
 
 /* The id of the stack the calling thread interned with this key before;
  * else 0 (stacks_intern then).  Inline, with its table: every allocation
  * asks.  An empty entry has key 0 and id 0. */
 struct stacks_keyed {
 	uint64_t key;
-	uint64_t id;
+	uint64_t id; /* STACKS_REF(id, parent) */
 };
 #define STACKS_KEYED (1u << UNWIND_WALK_BITS) /* one per unwinder walk */
 extern __thread struct stacks_keyed *stacks_keyed HS_TLS; /* or NULL */
 
-static inline uint32_t stacks_known(uint64_t key)
+static inline uint64_t stacks_known_ref(uint64_t key)
 {
 	const struct stacks_keyed *k = stacks_keyed;
 	if (!k)
 		return 0;
 	k += key & (STACKS_KEYED - 1);
-	return k->key == key ? (uint32_t)k->id : 0;
+	return k->key == key ? k->id : 0;
+}
+
+static inline uint32_t stacks_known(uint64_t key)
+{
+	return (uint32_t)stacks_known_ref(key);
 }
 
 #endif

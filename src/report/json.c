@@ -281,9 +281,16 @@ static cJSON *frames(const struct frame *fv, size_t n)
 		const struct frame *f = &fv[i];
 		cJSON *o = cJSON_CreateObject();
 		char addr[24];
+		cJSON_AddStringToObject(o, "kind",
+					f->python ? "python" : "native");
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
-		cJSON_AddStringToObject(o, "address", addr);
-		str_or_null(o, "module", f->module ? f->module : "");
+		if (f->python) {
+			cJSON_AddNullToObject(o, "address");
+			cJSON_AddNullToObject(o, "module");
+		} else {
+			cJSON_AddStringToObject(o, "address", addr);
+			str_or_null(o, "module", f->module ? f->module : "");
+		}
 		str_or_null(o, "function", f->function);
 		str_or_null(o, "file", f->file);
 		if (f->line)

@@ -1,0 +1,55 @@
+/* Python frames of a trace (HS_EXT_PY_CODE, _FRAME, _STACK records): the
+ * code objects, the tree of Python frames, and which stack nodes carry
+ * one; lines come from each code's line table, computed here.  Memory is
+ * proportional to the distinct codes and frames, never to events. */
+#ifndef HS_PYFRAMES_H
+#define HS_PYFRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hs_record;
+struct frame;
+struct pyframes;
+
+/* How analyze shows Python frames (--python-frames). */
+enum pyframes_mode {
+	PYFRAMES_MERGED, /* each interpreter frame replaced by the Python
+			  * frames it ran */
+	PYFRAMES_PYTHON, /* Python frames alone (native where none) */
+	PYFRAMES_NATIVE, /* none: the records are skipped, as a reader that
+			  * does not know them would */
+};
+
+struct pyframes *pyframes_create(void);
+void pyframes_destroy(struct pyframes *p);
+
+/* An extension record: the Python ones are kept, others ignored; -1
+ * (hs_error) for one that cannot be right. */
+int pyframes_record(struct pyframes *p, const struct hs_record *rec);
+/* Whether the trace had any Python frame. */
+int pyframes_any(const struct pyframes *p);
+
+/* With Python frames, the key of stack node id's site: its innermost
+ * Python line (PYFRAMES_SITE set); 0 when it has none. */
+#define PYFRAMES_SITE (1ull << 63)
+uint64_t pyframes_site(struct pyframes *p, uint64_t id);
+/* The frame of a site key, appended to *frames (*n of *cap). */
+int pyframes_site_frame(struct pyframes *p, uint64_t key,
+			struct frame **frames, size_t *n, size_t *cap);
+
+/* Stack node id's native frames nv[0..nn) (innermost first, from
+ * symbols_resolve; taken over, freed or moved) with its Python frames as
+ * the mode says, into a new array *out of *nout.  -1 when out of
+ * memory (nv freed). */
+int pyframes_merge(struct pyframes *p, uint64_t id, enum pyframes_mode mode,
+		   struct frame *nv, size_t nn, struct frame **out,
+		   size_t *nout);
+
+/* Line of the instruction at offset (16-bit code units) in a code whose
+ * line table (CPython 3.11's format) is lt[0..n) and first line first;
+ * 0 when the table has none for it. */
+unsigned pyframes_line(const uint8_t *lt, size_t n, unsigned first,
+		       uint64_t offset);
+
+#endif

@@ -1,0 +1,46 @@
+/* Python frames: the allocating thread's own CPython frame chain, read at
+ * each captured stack, and the code objects they run, each written to the
+ * trace once (HS_EXT_PY_CODE).  Nothing here calls into the interpreter:
+ * the structures are read where the interpreter's version puts them. */
+#ifndef HS_PYTHON_H
+#define HS_PYTHON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Frames kept per stack, innermost first; deeper ones are left out. */
+#define PY_DEPTH 128
+
+/* One Python frame as read: its code object, the address of that code's
+ * line table (with the code's, what tells a code object from a later
+ * one at the same address), and the instruction it is at, in code units,
+ * shifted left by 2 with HS_PY_* flags below. */
+struct py_raw {
+	uintptr_t code, lines;
+	uint64_t where;
+};
+#define PY_WHERE(offset, flags) ((uint64_t)(offset) << 2 | (flags))
+
+/* At start-up and when modules change: finds the interpreter the process
+ * runs, if any (Py_Version, _PyRuntime); on names capture on (settings:
+ * `record --no-python` turns it off). */
+void python_init(int on);
+/* Whether this process runs an interpreter whose frames are read. */
+int python_on(void);
+
+/* The calling thread's Python frames into f[0..PY_DEPTH), innermost
+ * first; 0 when the thread never ran Python, the interpreter is
+ * finalizing, or capture is off.  No lock, no call into Python. */
+int python_capture(struct py_raw *f);
+
+/* Lock held.  The trace's ids of the codes of f[0..n) into ids[], 0 for
+ * a code not written yet; returns the bytes its records need. */
+size_t python_codes_need(const struct py_raw *f, int n, uint32_t *ids);
+/* Lock held, after python_codes_need: writes the records of the codes
+ * whose ids[] is 0 at p and fills in their ids; returns the new end. */
+uint8_t *python_codes_put(const struct py_raw *f, int n, uint32_t *ids,
+			  uint8_t *p);
+/* A forked child's trace starts without codes. */
+void python_reset(void);
+
+#endif
