@@ -119,6 +119,16 @@ def synthetic_batch(gen, seq):
     return tokens, target
 
 
+def train_step(model, opt, loss_fn, tokens, target):
+    """One step of training; returns the encoder's output."""
+    hidden, logits = model(tokens)
+    loss = loss_fn(logits.reshape(-1, VOCAB), target.reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return hidden
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=50,
@@ -152,11 +162,7 @@ def main():
     for step in range(args.steps):
         seq = SEQ + args.grow_seq * step
         tokens, target = synthetic_batch(gen, seq)
-        hidden, logits = model(tokens)
-        loss = loss_fn(logits.reshape(-1, VOCAB), target.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        hidden = train_step(model, opt, loss_fn, tokens, target)
         if args.keep:
             # the whole output, or with --grow-seq a copy of its first
             # SEQ positions: the same 160 KiB every step either way
@@ -166,7 +172,7 @@ def main():
             kept_bytes = storage_bytes(kept)
             history.append(kept)
         # what the next step would free anyway, freed before the measure
-        del tokens, target, hidden, logits, loss
+        del tokens, target, hidden
 
         if MARK_BATCH is not None:
             MARK_BATCH()

@@ -16,6 +16,8 @@
 #define TABLE_MAX 24   /* more batches than this: sparklines */
 #define SPARK_WIDTH 60
 #define FRAMES_SHOWN 12
+/* native frames shown inside the Python ones, by default */
+#define NATIVE_BEFORE_PYTHON 6
 #define PATHS_SHOWN 5
 
 static const char *source_name(const struct analysis *a)
@@ -394,8 +396,29 @@ static void frames(FILE *o, const struct frame *v, size_t n,
 					 : (size_t)ro->frames;
 	if (shown > n - from)
 		shown = n - from;
+	/* by default a stack's Python lines are shown, however deep the
+	 * native frames inside them: the first few of those, then the
+	 * Python part */
+	size_t py = from;
+	while (py < n && !v[py].python)
+		py++;
+	size_t gap_from = n, gap_to = n;
+	if (ro->frames == 0 && py < n && py >= from + shown) {
+		gap_from = from + NATIVE_BEFORE_PYTHON;
+		gap_to = py;
+		shown = NATIVE_BEFORE_PYTHON + FRAMES_SHOWN;
+		if (shown > n - from - (gap_to - gap_from))
+			shown = n - from - (gap_to - gap_from);
+		shown += gap_to - gap_from;
+	}
 	for (size_t i = from; i < from + shown; i++) {
 		const struct frame *f = &v[i];
+		if (i == gap_from) {
+			fprintf(o, "%s... %zu native frames\n", indent,
+				gap_to - gap_from);
+			i = gap_to - 1;
+			continue;
+		}
 		char where[64], name[512];
 		if (f->module)
 			snprintf(where, sizeof(where), "%s+0x%" PRIx64,

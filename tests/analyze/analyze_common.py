@@ -216,7 +216,7 @@ class Schema:
 
 R2_EPS = 1e-9
 
-FRAME_KEYS = ("address", "module", "function", "file", "line")
+FRAME_KEYS = ("kind", "address", "module", "function", "file", "line")
 
 
 def _frames(s, fr, path):
@@ -227,12 +227,20 @@ def _frames(s, fr, path):
         fp = f"{path}.frames[{j}]"
         if not s.obj(f, fp, FRAME_KEYS):
             continue
-        a = s.str_(f, "address", fp)
+        kind = f.get("kind")
+        if kind not in ("native", "python"):
+            s.err(f"{fp}.kind", f"{kind!r} is not 'native' or 'python'")
+        python = kind == "python"
+        # a Python frame has no address or module; its function is the
+        # code's qualified name, its file the code's file
+        a = s.str_(f, "address", fp, null=python)
         if a is not None and not re.fullmatch(r"0x[0-9a-f]+", a):
             s.err(f"{fp}.address", f"{a!r} is not a hex address")
-        s.str_(f, "module", fp)
-        s.str_(f, "function", fp, null=True, nonempty=True)
-        s.str_(f, "file", fp, null=True, nonempty=True)
+        if python and (a is not None or f.get("module") is not None):
+            s.err(fp, "a Python frame with an address or a module")
+        s.str_(f, "module", fp, null=python)
+        s.str_(f, "function", fp, null=not python, nonempty=True)
+        s.str_(f, "file", fp, null=not python, nonempty=True)
         s.int_(f, "line", fp, minimum=1, null=True)
 
 

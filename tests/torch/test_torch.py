@@ -41,6 +41,14 @@ def torch_python():
     return PYTHON
 
 
+def script_line(text):
+    """The number of the line of the script holding text (once)."""
+    with open(SCRIPT) as f:
+        lines = [i + 1 for i, line in enumerate(f) if text in line]
+    check(len(lines) == 1, f"{SCRIPT}: {text!r} on lines {lines}")
+    return lines[0]
+
+
 def record_run(d, python, keep):
     """Records the script; returns its report and its own --stats."""
     name = "keep" if keep else "nokeep"
@@ -139,6 +147,22 @@ def test_keep():
           f"stacks[0].live_bytes_at_end {end}: not {STEPS - 1} or {STEPS} "
           f"kept tensors of {kept} B")
     check_eq(top["leaked_bytes"], 0, "stacks[0].leaked_bytes (freed at exit)")
+
+    # (f) with Python frames merged in: the line of the script that keeps
+    # the output (with --grow-seq, the copy it keeps), called from
+    # <module>, outside the C++ frames of the copy
+    py = [f for f in top["frames"] if f["kind"] == "python"]
+    where = [(f["function"], os.path.basename(f["file"]), f["line"])
+             for f in py]
+    want = [("main", "torch_train.py", script_line(".clone()")),
+            ("<module>", "torch_train.py", script_line("    main()"))]
+    check_eq(where, want, "stacks[0] Python frames")
+    first = top["frames"].index(py[0])
+    native = [f["function"] or "" for f in top["frames"][:first]]
+    check(all(f["kind"] == "native" for f in top["frames"][:first]) and
+          any("clone" in f for f in native),
+          f"stacks[0]: the C++ frames of clone() inside the Python line: "
+          f"{native}")
     for s in base["stacks"]:
         if "alloc_cpu" in (functions(s)[0] or ""):
             check(s["bytes_per_batch"] < 0.05 * kept,
