@@ -19,7 +19,10 @@
 #               under /usr/bin/python3 with Debian's python3-torch.  The
 #               Python workloads run with PYTHONMALLOC=malloc under every
 #               tool (record sets it; native and heaptrack get it too), so
-#               that all three see the same allocations.
+#               that all three see the same allocations.  They also run
+#               under `heapslope record --no-python` (tool nopy): what the
+#               Python frames cost, against targets of at most 1.15x the
+#               recorded time and 1.3x the trace without them.
 #
 # Prints medians of wall time and max RSS, the time each recorder adds over
 # the native run, trace bytes per event (events = allocations + frees +
@@ -132,7 +135,7 @@ run() {
 	t1=$EPOCHREALTIME
 	rss=$(tail -n 1 "$work/rss")
 	case $name in
-	heapslope) trace=$(stat -c %s "$work/hs.hst") ;;
+	heapslope|nopy) trace=$(stat -c %s "$work/hs.hst") ;;
 	heaptrack)
 		if [[ -x $work/bin/zstd ]]; then
 			for ((n = 0; n < 3000; n++)); do
@@ -155,13 +158,20 @@ heapslope() {
 	# its children's traces (none for these workloads) are not counted
 	rm -f "$work"/hs.hst.*
 }
+nopy() {
+	run nopy "$hs" record -q -f --no-python -o "$work/hs.hst" -- \
+		"${cmd[@]}"
+	rm -f "$work"/hs.hst.*
+}
 heaptrack() {
 	rm -f "$work"/ht.raw.* "$work/zrss"
 	PATH=$work/bin:$PATH run heaptrack "$heaptrack" -r -o "$work/ht" \
 		"${cmd[@]}"
 }
 
-tools=(native heapslope)
+tools=(native)
+[[ $workload == trainsim ]] || tools+=(nopy)
+tools+=(heapslope)
 [[ -n $heaptrack ]] && tools+=(heaptrack)
 
 round() {
@@ -248,6 +258,8 @@ fi
 echo
 awk -v events="$events" -v zrss="$zrss" \
     -v tools="${tools[*]}" \
+    -v w_p="${wall[nopy]:-0}" -v r_p="${rss[nopy]:-0}" \
+    -v t_p="${trace[nopy]:-0}" \
     -v w_n="${wall[native]}" -v r_n="${rss[native]}" \
     -v w_s="${wall[heapslope]}" -v r_s="${rss[heapslope]}" \
     -v t_s="${trace[heapslope]}" -v w_t="${wall[heaptrack]:-0}" \
@@ -267,6 +279,8 @@ BEGIN {
 	       "added_s", "ns/event", "rss_MB", "added_MB", "trace_MB",
 	       "B/event"
 	row("native", w_n, r_n, 0, "")
+	if (tools ~ /nopy/)
+		row("nopy", w_p, r_p, t_p, "  (record --no-python)")
 	row("heapslope", w_s, r_s, t_s, "")
 	if (tools ~ /heaptrack/) {
 		note = "  (compressor not measured)"
@@ -283,6 +297,12 @@ BEGIN {
 		       t_s / t_t, t_s / t_t <= 1 ? "" : "  MISSED"
 		printf "added memory heapslope / heaptrack: %.3f  (heaptrack with its zstd process)\n",
 		       (r_s - r_n) / (r_t - r_n + zrss)
+	}
+	if (tools ~ /nopy/) {
+		printf "Python frames: recorded time with / without: %.3f  (target <= 1.15)%s\n",
+		       w_s / w_p, w_s / w_p <= 1.15 ? "" : "  MISSED"
+		printf "Python frames: trace with / without:         %.3f  (target <= 1.3)%s\n",
+		       t_s / t_p, t_s / t_p <= 1.3 ? "" : "  MISSED"
 	}
 }'
 echo
