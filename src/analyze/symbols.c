@@ -59,6 +59,14 @@ struct preload {
 	atomic_int stop; /* wanted now, or not at all: finish early */
 };
 
+/* An address resolved, in module number mod (1-based, 0: none). */
+struct memo {
+	uint64_t ip;
+	uint32_t mod, used;
+	size_t n;
+	struct frame *frames;
+};
+
 struct symbols {
 	struct module *mods;
 	size_t n, cap;
@@ -79,6 +87,8 @@ struct symbols {
 	int demangle_tried;
 	struct preload *preload; /* NULL: not started, or joined */
 	int preload_tried;
+	struct memo *memo;       /* resolved addresses, open addressing */
+	size_t memo_mask, nmemo;
 };
 
 /* C++ names are demangled with the C++ runtime's __cxa_demangle when the
@@ -134,6 +144,10 @@ void symbols_destroy(struct symbols *s)
 		if (s->layers[i])
 			dwfl_end(s->layers[i]);
 	free(s->layers);
+	for (size_t i = 0; s->memo && i <= s->memo_mask; i++)
+		if (s->memo[i].used)
+			symbols_frames_free(s->memo[i].frames, s->memo[i].n);
+	free(s->memo);
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->mods[i].path);
 		free(s->mods[i].lives);
@@ -727,10 +741,10 @@ int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 	return symbols_resolve_at(s, ip, SYMBOLS_NOW, frames, n, cap);
 }
 
-int symbols_resolve_at(struct symbols *s, uint64_t ip, uint64_t when,
-		       struct frame **frames, size_t *n, size_t *cap)
+/* The frames of ip in module m (or none), appended. */
+static int resolve(struct symbols *s, uint64_t ip, struct module *m,
+		   struct frame **frames, size_t *n, size_t *cap)
 {
-	struct module *m = find_module_at(s, ip, when);
 	struct frame f = { .address = ip };
 	if (m) {
 		f.module = m->path;
@@ -827,6 +841,91 @@ int symbols_resolve_at(struct symbols *s, uint64_t ip, uint64_t when,
 		f.line = line;
 		return push(frames, n, cap, f);
 	}
+	return 0;
+}
+
+/* A frame with strings of its own; -1 when out of memory. */
+static int frame_copy(struct frame *to, const struct frame *from)
+{
+	*to = *from;
+	to->function = from->function ? strdup(from->function) : NULL;
+	to->file = from->file ? strdup(from->file) : NULL;
+	if ((from->function && !to->function) || (from->file && !to->file)) {
+		free(to->function);
+		free(to->file);
+		return -1;
+	}
+	return 0;
+}
+
+/* The memo of ip in module number mod (0: none): its slot. */
+static size_t memo_slot(const struct symbols *s, uint64_t ip, uint32_t mod)
+{
+	size_t h = (size_t)(((ip ^ (uint64_t)mod << 40) *
+			     0x9e3779b97f4a7c15ull) >> 20) & s->memo_mask;
+	while (s->memo[h].used &&
+	       (s->memo[h].ip != ip || s->memo[h].mod != mod))
+		h = (h + 1) & s->memo_mask;
+	return h;
+}
+
+static int memo_grow(struct symbols *s)
+{
+	size_t cap = s->memo ? (s->memo_mask + 1) * 2 : 1024;
+	struct memo *old = s->memo;
+	size_t old_cap = old ? s->memo_mask + 1 : 0;
+	s->memo = calloc(cap, sizeof(*s->memo));
+	if (!s->memo) {
+		s->memo = old;
+		return -1;
+	}
+	s->memo_mask = cap - 1;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].used)
+			s->memo[memo_slot(s, old[i].ip, old[i].mod)] = old[i];
+	free(old);
+	return 0;
+}
+
+/* Every stack shown passes through the same frames (the interpreter's,
+ * main's): each address is resolved once, its frames copied after. */
+int symbols_resolve_at(struct symbols *s, uint64_t ip, uint64_t when,
+		       struct frame **frames, size_t *n, size_t *cap)
+{
+	struct module *m = find_module_at(s, ip, when);
+	uint32_t mod = m ? (uint32_t)(m - s->mods) + 1 : 0;
+	if (s->memo) {
+		const struct memo *e = &s->memo[memo_slot(s, ip, mod)];
+		if (e->used) {
+			for (size_t i = 0; i < e->n; i++) {
+				struct frame f;
+				if (frame_copy(&f, &e->frames[i]) ||
+				    push(frames, n, cap, f))
+					return hs_error("out of memory");
+			}
+			if (m)
+				m->used = 1;
+			return 0;
+		}
+	}
+	size_t before = *n;
+	if (resolve(s, ip, m, frames, n, cap))
+		return -1;
+	if ((s->nmemo + 1) * 2 > (s->memo ? s->memo_mask + 1 : 0) &&
+	    memo_grow(s))
+		return 0; /* not remembered: resolved again next time */
+	struct frame *copy = calloc(*n - before + 1, sizeof(*copy));
+	size_t k = 0;
+	while (copy && k < *n - before &&
+	       !frame_copy(&copy[k], &(*frames)[before + k]))
+		k++;
+	if (!copy || k < *n - before) {
+		symbols_frames_free(copy, k);
+		return 0;
+	}
+	s->memo[memo_slot(s, ip, mod)] =
+		(struct memo){ ip, mod, 1, k, copy };
+	s->nmemo++;
 	return 0;
 }
 
