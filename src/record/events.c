@@ -305,11 +305,12 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 
 /* The same with the thread's Python frames. */
 static __attribute__((noinline)) void
-stack_event_py(const struct event *e, const uintptr_t *ips, int n,
-	       uint64_t key)
+stack_event_py(const struct event *e, uintptr_t *ips, int n, uint64_t key)
 {
 	struct py_stack py;
 	py.n = python_capture(py.f);
+	if (py.n)
+		n = python_trim(ips, n);
 	int fresh = 0;
 	rec_lock();
 	put_event(e, ips, n, key, &py, &fresh);
@@ -412,7 +413,13 @@ static __attribute__((noinline)) void
 put_event_py(const struct event *e, const uintptr_t *ips, int n, int *fresh)
 {
 	struct py_stack py;
+	uintptr_t mine[HS_DEPTH_MAX];
 	py.n = python_capture(py.f);
+	if (py.n) {
+		memcpy(mine, ips, (size_t)n * sizeof(*ips));
+		n = python_trim(mine, n);
+		ips = mine;
+	}
 	put_event(e, ips, n, 0, &py, fresh);
 }
 
@@ -464,10 +471,12 @@ static void put_map(const struct map_call *m, const uintptr_t *ips, int n,
 }
 
 static __attribute__((noinline)) void
-map_py(const struct map_call *m, const uintptr_t *ips, int n, uint64_t key)
+map_py(const struct map_call *m, uintptr_t *ips, int n, uint64_t key)
 {
 	struct py_stack py;
 	py.n = python_capture(py.f);
+	if (py.n)
+		n = python_trim(ips, n);
 	int fresh = 0;
 	rec_lock();
 	put_map(m, ips, n, key, &py, &fresh);

@@ -12,11 +12,13 @@
 #include "python.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "../base/rmem.h"
 #include "internal.h"
+#include "unwind.h"
 
 /* Where a version keeps what is read, in bytes from the structure. */
 struct py_layout {
@@ -69,6 +71,8 @@ static struct {
 	int on;                  /* frames are read */
 	int probed;              /* the first thread state was checked */
 	int said;
+	uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
+	uintptr_t interp_lo, interp_hi; /* the module it is in */
 } py;
 
 /* Strings and line tables past these are cut (a line table cut short
@@ -85,6 +89,53 @@ static void say_once(const char *why)
 	py.said = 1;
 	hs_say("heapslope: Python %lu.%lu: %s; stacks are native-only",
 	       py.version >> 24, py.version >> 16 & 0xff, why);
+}
+
+static int find_interp(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	uintptr_t lo, hi;
+	unwind_module_range(info, &lo, &hi);
+	if (py.eval_lo >= lo && py.eval_lo < hi) {
+		py.interp_lo = lo;
+		py.interp_hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+/* Where the eval loop's code is, and the interpreter's (python_trim). */
+static void find_eval(void)
+{
+	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!eval || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) ||
+	    !sym || !sym->st_size)
+		return;
+	py.eval_lo = (uintptr_t)eval;
+	py.eval_hi = py.eval_lo + sym->st_size;
+	dl_iterate_phdr(find_interp, NULL);
+}
+
+int python_trim(uintptr_t *ips, int n)
+{
+	int i = 0, k;
+	if (!py.interp_hi)
+		return n;
+	/* inside the innermost Python call: everything */
+	while (i < n && !(ips[i] > py.eval_lo && ips[i] <= py.eval_hi))
+		i++;
+	if (i == n)
+		return n;
+	for (k = ++i; i < n; i++) {
+		uintptr_t ip = ips[i];
+		int eval = ip > py.eval_lo && ip <= py.eval_hi;
+		if (eval || ip <= py.interp_lo || ip > py.interp_hi)
+			ips[k++] = ip;
+	}
+	return k;
 }
 
 void python_init(int on)
@@ -107,6 +158,7 @@ void python_init(int on)
 		say_once("no layout of this interpreter's frames is known");
 		return;
 	}
+	find_eval();
 	__atomic_store_n(&py.on, 1, __ATOMIC_RELEASE);
 }
 

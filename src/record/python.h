@@ -33,6 +33,14 @@ int python_on(void);
  * finalizing, or capture is off.  No lock, no call into Python. */
 int python_capture(struct py_raw *f);
 
+/* The native stack ips[0..n) of a thread that runs Python, without the
+ * interpreter's own frames outside its innermost eval loop frame
+ * (_PyEval_EvalFrameDefault): they only call from one Python function to
+ * the next, and the Python frames stand for them.  The eval frames stay
+ * (the analyzer puts the Python frames there), and so does every frame
+ * of other modules.  Returns the new n. */
+int python_trim(uintptr_t *ips, int n);
+
 /* Lock held.  The trace's ids of the codes of f[0..n) into ids[], 0 for
  * a code not written yet; returns the bytes its records need. */
 size_t python_codes_need(const struct py_raw *f, int n, uint32_t *ids);
