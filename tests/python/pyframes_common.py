@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "analyze"))
 
 from analyze_common import (ALL_STACKS, analyze, check,  # noqa: E402,F401
-                            check_eq, fail, main, prog, record, run,
+                            check_eq, fail, main, prog, record,
                             tmpdir, trainsim)
 
 PYTHON = os.environ.get("HEAPSLOPE_PY_PYTHON", "/usr/bin/python3")
@@ -35,8 +35,13 @@ MODES = ("merged", "python", "native")
 
 
 def frame_text(f):
-    return (f"{f.get('function')} {f.get('file')}:{f.get('line')} "
-            f"{f.get('kind', '<no kind>')}")
+    """`function file:line kind`; a native frame without a source file:
+    `function (module+address) native`."""
+    where = f"{f.get('file')}:{f.get('line')}"
+    if f.get("kind") != "python" and not f.get("file"):
+        where = f"({os.path.basename(f.get('module') or '?')}+" \
+                f"{f.get('address')})"
+    return f"{f.get('function') or '??'} {where} {f.get('kind', '<no kind>')}"
 
 
 def stack_text(stack):
@@ -96,10 +101,10 @@ def has_python(report):
                for s in report["stacks"] for f in s["frames"])
 
 
-def analyze_mode(trace, mode, *opts):
-    """The JSON report of trace with --python-frames=mode; every stack."""
-    rep = analyze(trace, "--top", ALL_STACKS, f"--python-frames={mode}",
-                  *opts)
+def analyze_mode(trace, mode, *opts, top=ALL_STACKS):
+    """The JSON report of trace with --python-frames=mode, its top
+    stacks (default: every one)."""
+    rep = analyze(trace, "--top", top, f"--python-frames={mode}", *opts)
     check_kinds(rep, f"--python-frames={mode}")
     return rep
 
