@@ -110,9 +110,12 @@ static void reset_counts(struct analysis *a)
 /* The walk's callbacks, in the order a trace brings them. */
 
 /* A stack's site by its innermost Python line, when it has one. */
-static uint64_t python_site(void *py, uint64_t id)
+static uint64_t python_site(void *ctx, uint64_t id)
 {
-	return pyframes_site(py, id);
+	struct pass *p = ctx;
+	uint64_t ids[STACK_DEPTH_MAX];
+	size_t n = stacks_ids(p->stacks, id, ids, STACK_DEPTH_MAX);
+	return pyframes_site(p->py, ids, n);
 }
 
 static int on_header(void *ctx, const struct hs_header *h)
@@ -134,7 +137,7 @@ static int on_header(void *ctx, const struct hs_header *h)
 		p->py = pyframes_create();
 		if (!p->py)
 			return -1;
-		stacks_set_site_key(p->stacks, python_site, p->py);
+		stacks_set_site_key(p->stacks, python_site, p);
 	}
 	a->has_maps = (h->options & HS_OPT_MAPS) != 0;
 	if (a->has_maps) {
@@ -686,8 +689,9 @@ int analysis_frames(const struct analysis *a, uint64_t id,
 		*n = nn;
 		return 0;
 	}
-	return pyframes_merge(a->py, id, (enum pyframes_mode)a->python_frames,
-			      nv, nn, frames, n);
+	return pyframes_merge(a->py, ids, depth,
+			      (enum pyframes_mode)a->python_frames, nv, nn,
+			      frames, n);
 }
 
 struct analysis *analysis_create(const char *path,

@@ -317,9 +317,24 @@ static int python_frame(struct pyframes *p, struct pynode *n,
 	return 0;
 }
 
-uint64_t pyframes_site(struct pyframes *p, uint64_t id)
+/* The Python node of the stack whose nodes, innermost first, are
+ * ids[0..n): its innermost joint node's (the recorder joins the Python
+ * frames at the innermost frame, or at the innermost eval loop frame with
+ * the frames inside it below). */
+static uint32_t python_of(const struct pyframes *p, const uint64_t *ids,
+			  size_t n)
 {
-	uint32_t k = joined(p, id);
+	for (size_t i = 0; p->jkeys && i < n; i++) {
+		uint32_t k = joined(p, ids[i]);
+		if (k)
+			return k;
+	}
+	return 0;
+}
+
+uint64_t pyframes_site(struct pyframes *p, const uint64_t *ids, size_t n)
+{
+	uint32_t k = python_of(p, ids, n);
 	for (size_t depth = 0; k && k < p->nnodes && depth < CHAIN_MAX;
 	     depth++) {
 		struct pynode *n = &p->nodes[k];
@@ -370,13 +385,13 @@ static void frame_drop(struct frame *f)
 	f->function = f->file = NULL;
 }
 
-int pyframes_merge(struct pyframes *p, uint64_t id, enum pyframes_mode mode,
-		   struct frame *nv, size_t nn, struct frame **out,
-		   size_t *nout)
+int pyframes_merge(struct pyframes *p, const uint64_t *ids, size_t nids,
+		   enum pyframes_mode mode, struct frame *nv, size_t nn,
+		   struct frame **out, size_t *nout)
 {
 	uint32_t chain[CHAIN_MAX];
 	size_t nc = 0;
-	for (uint32_t k = mode == PYFRAMES_NATIVE ? 0 : joined(p, id);
+	for (uint32_t k = mode == PYFRAMES_NATIVE ? 0 : python_of(p, ids, nids);
 	     k && k < p->nnodes && nc < CHAIN_MAX; k = p->nodes[k].parent)
 		chain[nc++] = k;
 	size_t real = 0;

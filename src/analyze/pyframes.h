@@ -30,21 +30,23 @@ int pyframes_record(struct pyframes *p, const struct hs_record *rec);
 /* Whether the trace had any Python frame. */
 int pyframes_any(const struct pyframes *p);
 
-/* With Python frames, the key of stack node id's site: its innermost
- * Python line (PYFRAMES_SITE set); 0 when it has none. */
+/* Stacks are given by their nodes, innermost first (stacks_ids): the
+ * Python frames are joined to one of them.
+ * With Python frames, the key of a stack's site: its innermost Python
+ * line (PYFRAMES_SITE set); 0 when it has none. */
 #define PYFRAMES_SITE (1ull << 63)
-uint64_t pyframes_site(struct pyframes *p, uint64_t id);
+uint64_t pyframes_site(struct pyframes *p, const uint64_t *ids, size_t n);
 /* The frame of a site key, appended to *frames (*n of *cap). */
 int pyframes_site_frame(struct pyframes *p, uint64_t key,
 			struct frame **frames, size_t *n, size_t *cap);
 
-/* Stack node id's native frames nv[0..nn) (innermost first, from
- * symbols_resolve; taken over, freed or moved) with its Python frames as
- * the mode says, into a new array *out of *nout.  -1 when out of
- * memory (nv freed). */
-int pyframes_merge(struct pyframes *p, uint64_t id, enum pyframes_mode mode,
-		   struct frame *nv, size_t nn, struct frame **out,
-		   size_t *nout);
+/* The stack of nodes ids[0..nids): its native frames nv[0..nn)
+ * (innermost first, from symbols_resolve; taken over, freed or moved)
+ * with its Python frames as the mode says, into a new array *out of
+ * *nout.  -1 when out of memory (nv freed). */
+int pyframes_merge(struct pyframes *p, const uint64_t *ids, size_t nids,
+		   enum pyframes_mode mode, struct frame *nv, size_t nn,
+		   struct frame **out, size_t *nout);
 
 /* Line of the instruction at offset (16-bit code units) in a code whose
  * line table (CPython 3.11's format) is lt[0..n) and first line first;

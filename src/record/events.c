@@ -139,6 +139,13 @@ static size_t py_bound(struct py_stack *py)
 	       (size_t)m * HS_PY_FRAME_MAX + STACK_REC_MAX + HS_PY_STACK_MAX;
 }
 
+/* A stack with this many native frames or more inside its innermost eval
+ * loop frame has its Python frames joined there (stacks_join_at), not at
+ * its innermost frame: a library's static constructors, run by a dlopen
+ * under one `import`, make hundreds of thousands of such stacks, each
+ * new, all under the same Python line. */
+#define JOIN_INSIDE_MIN 24
+
 /* Lock held, room reserved (py_bound): the id of the stack ips[0..n)
  * with py's Python frames, if any. */
 static inline __attribute__((always_inline)) uint32_t
@@ -149,14 +156,24 @@ stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
 		uint32_t id = stacks_known(key);
 		return id ? id : stacks_intern(ips, n, key, pp, fresh);
 	}
-	uint64_t ref = stacks_known_ref(key);
-	if (!ref)
-		ref = stacks_intern_ref(ips, n, key, pp, fresh);
 	int m = py->n - py->common;
 	*pp = python_codes_put(py->f, m, py->codes, *pp);
 	uint32_t python = stacks_py_intern(py->f, py->codes, py->n,
 					   py->common, pp);
-	return stacks_join(ref, ips[0], python, pp, fresh);
+	uint32_t id = stacks_py_known(key, python);
+	if (id || !python)
+		return id ? id : stacks_intern(ips, n, key, pp, fresh);
+	int e = python_eval_index(ips, n);
+	if (e >= JOIN_INSIDE_MIN && e < n) {
+		id = stacks_join_at(ips, n, e, python, pp, fresh);
+	} else {
+		uint64_t ref = stacks_known_ref(key);
+		if (!ref)
+			ref = stacks_intern_ref(ips, n, key, pp, fresh);
+		id = stacks_join(ref, ips[0], python, pp, fresh);
+	}
+	stacks_py_remember(key, python, id);
+	return id;
 }
 
 /* Lock held: appends e with the stack ips[0..n) and the Python frames py

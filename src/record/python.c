@@ -119,6 +119,14 @@ static void find_eval(void)
 	dl_iterate_phdr(find_interp, NULL);
 }
 
+int python_eval_index(const uintptr_t *ips, int n)
+{
+	int i = 0;
+	while (i < n && !(ips[i] > py.eval_lo && ips[i] <= py.eval_hi))
+		i++;
+	return i;
+}
+
 int python_trim(uintptr_t *ips, int n)
 {
 	int i = 0, k;

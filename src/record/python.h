@@ -40,6 +40,8 @@ int python_capture(struct py_raw *f);
  * (the analyzer puts the Python frames there), and so does every frame
  * of other modules.  Returns the new n. */
 int python_trim(uintptr_t *ips, int n);
+/* The index in ips[0..n) of the innermost eval loop frame; n if none. */
+int python_eval_index(const uintptr_t *ips, int n);
 
 /* Lock held.  The trace's ids of the codes of f[0..n) into ids[], 0 for
  * a code not written yet; returns the bytes its records need. */

@@ -34,11 +34,19 @@ struct py_path {
 	uint32_t ids[PY_DEPTH];
 };
 
+/* A stack with Python frames the thread interned: (walk key, Python
+ * node) -> its id. */
+struct py_keyed {
+	uint64_t key;
+	uint32_t python, id;
+};
+
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
 struct cache {
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
 	struct py_path py;
+	struct py_keyed py_keyed[STACKS_KEYED];
 };
 
 static __thread struct {
@@ -273,4 +281,44 @@ uint32_t stacks_join(uint64_t native, uintptr_t ip, uint32_t python,
 		*fresh = 1;
 	}
 	return joint;
+}
+
+uint32_t stacks_py_known(uint64_t key, uint32_t python)
+{
+	struct cache *c = path.cache;
+	if (!c || !key)
+		return 0;
+	const struct py_keyed *k = &c->py_keyed[key & (STACKS_KEYED - 1)];
+	return k->key == key && k->python == python ? k->id : 0;
+}
+
+void stacks_py_remember(uint64_t key, uint32_t python, uint32_t id)
+{
+	struct cache *c = path.cache;
+	if (c && key && id)
+		c->py_keyed[key & (STACKS_KEYED - 1)] =
+			(struct py_keyed){ key, python, id };
+}
+
+uint32_t stacks_join_at(const uintptr_t *ips, int n, int e, uint32_t python,
+			uint8_t **pp, int *fresh)
+{
+	uint64_t outer = intern_path(ips + e, n - e, pp, fresh);
+	uint32_t id = outer ? stacks_join(outer, ips[e], python, pp, fresh)
+			    : 0;
+	for (int i = e - 1; i >= 0 && id; i--) {
+		int is_new;
+		uint32_t child = stackmap_intern(table, id, ips[i], &is_new);
+		if (!child) {
+			hs_fail("out of memory for the stack table", ENOMEM);
+			return 0;
+		}
+		if (is_new) {
+			*pp = enc_stack(*pp, child, id, ips[i]);
+			hs_rec.counts[HS_COUNT_STACKS]++;
+			*fresh = 1;
+		}
+		id = child;
+	}
+	return id;
 }

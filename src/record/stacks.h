@@ -48,6 +48,18 @@ uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 			  int n, int common, uint8_t **pp);
 uint32_t stacks_join(uint64_t native, uintptr_t ip, uint32_t python,
 		     uint8_t **pp, int *fresh);
+/* The same joint node placed at ips[e], the stack's innermost eval loop
+ * frame (python_eval_index), with the frames inside it, ips[0..e), as
+ * its children: for stacks whose native part inside Python is long and
+ * ever new (a dlopen running a library's static constructors under one
+ * `import`), which then share one joint node.  Returns the innermost
+ * node's id, 0 when the table cannot grow. */
+uint32_t stacks_join_at(const uintptr_t *ips, int n, int e, uint32_t python,
+			uint8_t **pp, int *fresh);
+/* The thread's stacks with Python frames by (walk key, Python node):
+ * the id interned before, or 0; and remembering one. */
+uint32_t stacks_py_known(uint64_t key, uint32_t python);
+void stacks_py_remember(uint64_t key, uint32_t python, uint32_t id);
 /* The key of a joint node in the native table: no return address has
  * bit 63 set. */
 #define STACKS_JOINT (1ull << 63)
