@@ -139,12 +139,11 @@ static size_t py_bound(struct py_stack *py)
 	       (size_t)m * HS_PY_FRAME_MAX + STACK_REC_MAX + HS_PY_STACK_MAX;
 }
 
-/* A stack with this many native frames or more inside its innermost eval
- * loop frame has its Python frames joined there (stacks_join_at), not at
- * its innermost frame: a library's static constructors, run by a dlopen
- * under one `import`, make hundreds of thousands of such stacks, each
- * new, all under the same Python line. */
-#define JOIN_INSIDE_MIN 24
+/* A stack with hs_settings.join_inside native frames or more inside its
+ * innermost eval loop frame has its Python frames joined there
+ * (stacks_join_at), not at its innermost frame: a library's static
+ * constructors, run by a dlopen under one `import`, make hundreds of
+ * thousands of such stacks, each new, all under the same Python line. */
 
 /* Lock held, room reserved (py_bound): the id of the stack ips[0..n)
  * with py's Python frames, if any. */
@@ -164,7 +163,7 @@ stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
 	if (id || !python)
 		return id ? id : stacks_intern(ips, n, key, pp, fresh);
 	int e = python_eval_index(ips, n);
-	if (e >= JOIN_INSIDE_MIN && e < n) {
+	if (e >= hs_settings.join_inside && e < n) {
 		id = stacks_join_at(ips, n, e, python, pp, fresh);
 	} else {
 		uint64_t ref = stacks_known_ref(key);
