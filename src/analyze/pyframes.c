@@ -42,6 +42,7 @@ struct pyframes {
 	uint64_t *jkeys;
 	uint32_t *jvals;
 	size_t jmask, njoins;
+	uint64_t version; /* Py_Version of the first code */
 };
 
 struct pyframes *pyframes_create(void)
@@ -77,6 +78,11 @@ void pyframes_destroy(struct pyframes *p)
 int pyframes_any(const struct pyframes *p)
 {
 	return p && p->njoins > 0;
+}
+
+uint64_t pyframes_version(const struct pyframes *p)
+{
+	return pyframes_any(p) ? p->version : 0;
 }
 
 /* Room for index id in *v of *n elements of size bytes (zeroed). */
@@ -123,6 +129,8 @@ static int on_code(struct pyframes *p, const struct hs_record *r)
 		 0))
 		return -1;
 	p->codes_defined++;
+	if (!p->version)
+		p->version = py->version;
 	struct pycode *c = &p->codes[py->code];
 	code_free(c); /* a redefinition replaces it */
 	size_t nl = py->lines_len < LINES_MAX ? py->lines_len : LINES_MAX;

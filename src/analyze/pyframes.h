@@ -27,8 +27,10 @@ void pyframes_destroy(struct pyframes *p);
 /* An extension record: the Python ones are kept, others ignored; -1
  * (hs_error) for one that cannot be right. */
 int pyframes_record(struct pyframes *p, const struct hs_record *rec);
-/* Whether the trace had any Python frame. */
+/* Whether the trace had any Python frame (p may be NULL), and the
+ * Py_Version of the interpreter that ran them (0: none). */
 int pyframes_any(const struct pyframes *p);
+uint64_t pyframes_version(const struct pyframes *p);
 
 /* Stacks are given by their nodes, innermost first (stacks_ids): the
  * Python frames are joined to one of them.

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
+#include "analyze/pyframes.h"
 #include "analyze/recording.h"
 #include "analyze/symbols.h"
 #include "base/error.h"
@@ -125,6 +126,12 @@ static cJSON *program(const struct analysis *a)
 	str_or_null(p, "exe", a->exe);
 	cJSON_AddBoolToObject(p, "python", a->python);
 	cJSON_AddBoolToObject(p, "pymalloc_replaced", a->pymalloc_replaced);
+	uint64_t pv = pyframes_version(a->py);
+	char version[32];
+	snprintf(version, sizeof(version), "%u.%u.%u", (unsigned)(pv >> 24),
+		 (unsigned)(pv >> 16 & 0xff), (unsigned)(pv >> 8 & 0xff));
+	cJSON_AddBoolToObject(p, "python_frames", pv != 0);
+	str_or_null(p, "python_version", pv ? version : NULL);
 	return p;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
+#include "analyze/pyframes.h"
 #include "analyze/recording.h"
 #include "analyze/symbols.h"
 #include "base/error.h"
@@ -105,6 +106,10 @@ static int recording(FILE *o, const struct analysis *a)
 /* record's PYTHONMALLOC=malloc, for a Python program (issue 11 item 4). */
 static void pymalloc_line(FILE *o, const struct analysis *a)
 {
+	if (a->python && a->py && !pyframes_any(a->py))
+		fprintf(o, "  python    no Python frames in the stacks "
+			   "(recorded with --no-python, or by an interpreter "
+			   "whose frames heapslope cannot read)\n");
 	if (a->pymalloc_replaced && a->python)
 		fprintf(o, "  python    recorded with PYTHONMALLOC=malloc (set by "
 			   "heapslope record): RSS may grow differently than "

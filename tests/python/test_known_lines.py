@@ -334,6 +334,11 @@ def test_no_python():
               f"--no-python: site {site}: no {EVAL_FRAME} frame\n" +
               stack_text(s))
     with_py = analyze_mode(Recording.get().trace, "merged", top=TOP)
+    for r, frames in ((rep, False), (with_py, True)):
+        prog = r["program"]
+        check(prog["python"] and prog["python_frames"] == frames and
+              (prog["python_version"] or "").startswith("3.11.") == frames,
+              f"program.python_frames/python_version: {prog}")
     a, b = (r["growth"]["live_bytes_per_batch"] for r in (rep, with_py))
     check(abs(a - b) <= REL * b, f"live_bytes_per_batch: {a} with "
           f"--no-python, {b} without")
