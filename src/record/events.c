@@ -319,14 +319,20 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 
 /* ---- events ---- */
 
+/* The thread's Python frames into py, and its native stack ips[0..n)
+ * without what they stand for (python_trim): the new n. */
+static int py_read(struct py_stack *py, uintptr_t *ips, int n)
+{
+	py->n = python_capture(py->f);
+	return py->n ? python_trim(ips, n) : n;
+}
+
 /* The same with the thread's Python frames. */
 static __attribute__((noinline)) void
 stack_event_py(const struct event *e, uintptr_t *ips, int n, uint64_t key)
 {
 	struct py_stack py;
-	py.n = python_capture(py.f);
-	if (py.n)
-		n = python_trim(ips, n);
+	n = py_read(&py, ips, n);
 	int fresh = 0;
 	rec_lock();
 	put_event(e, ips, n, key, &py, &fresh);
@@ -430,13 +436,9 @@ put_event_py(const struct event *e, const uintptr_t *ips, int n, int *fresh)
 {
 	struct py_stack py;
 	uintptr_t mine[HS_DEPTH_MAX];
-	py.n = python_capture(py.f);
-	if (py.n) {
-		memcpy(mine, ips, (size_t)n * sizeof(*ips));
-		n = python_trim(mine, n);
-		ips = mine;
-	}
-	put_event(e, ips, n, 0, &py, fresh);
+	memcpy(mine, ips, (size_t)n * sizeof(*ips));
+	n = py_read(&py, mine, n);
+	put_event(e, mine, n, 0, &py, fresh);
 }
 
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
@@ -490,9 +492,7 @@ static __attribute__((noinline)) void
 map_py(const struct map_call *m, uintptr_t *ips, int n, uint64_t key)
 {
 	struct py_stack py;
-	py.n = python_capture(py.f);
-	if (py.n)
-		n = python_trim(ips, n);
+	n = py_read(&py, ips, n);
 	int fresh = 0;
 	rec_lock();
 	put_map(m, ips, n, key, &py, &fresh);
