@@ -42,6 +42,7 @@ struct mapped {
 };
 
 struct heapmap {
+	int changed; /* a block came or went since the pins were found */
 	uint64_t page_size;
 	unsigned page_shift;
 	uint64_t heap_start;
@@ -388,6 +389,7 @@ int heapmap_add(struct heapmap *h, uint64_t addr, uint64_t size)
 {
 	if (!size)
 		return 0; /* holds no byte */
+	h->changed = 1;
 	if (size >= LARGE || (h->glibc && size >= MMAP_MIN &&
 			      !in_brk(h, addr) && !in_arena(h, addr))) {
 		if (map_add(h, addr, extent_pages(h, addr, size)))
@@ -401,6 +403,7 @@ void heapmap_sub(struct heapmap *h, uint64_t addr, uint64_t size)
 {
 	if (!size)
 		return;
+	h->changed = 1;
 	/* only blocks this large can be in the table of whole blocks */
 	if (size >= (h->glibc ? MMAP_MIN : LARGE) && h->nmap &&
 	    map_sub(h, addr))
@@ -572,14 +575,19 @@ static void block_drop(void *ctx, const struct replay_block *b,
 }
 
 /* The blocks that pin the heap at every batch end: heapmap_last_pins
- * gives those of the last. */
+ * gives those of the last.  A batch in which no block came or went
+ * leaves them as they were (marks in a row cost no scan of the heap). */
 static int batch_end(void *ctx, const struct replay *r,
 		     const struct replay_batch *b)
 {
+	struct heapmap *h = ctx;
 	const struct heapmap_pin *pins;
 	size_t n;
 	(void)b;
-	return heapmap_pins(ctx, replay_block_at, (void *)r, &pins, &n);
+	if (!h->changed)
+		return 0;
+	h->changed = 0;
+	return heapmap_pins(h, replay_block_at, (void *)r, &pins, &n);
 }
 
 const struct replay_consumer heapmap_consumer = {
