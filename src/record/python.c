@@ -80,7 +80,7 @@ static struct {
 #define STR_CAP 1024
 #define LINES_CAP (64u << 10)
 
-#define AT(base, off, type) (*(const type *)((const uint8_t *)(base) + (off)))
+#define AT(base, off, type) (*(type const *)((const uint8_t *)(base) + (off)))
 
 static void say_once(const char *why)
 {
