@@ -14,14 +14,15 @@
 /* 64-bit keys numbered densely from 1 in the order they came, keys[id],
  * found through slots holding the id in their low `bits` bits and more
  * bits of the key's hash above them (0: empty): probes that cannot match
- * read no key. */
+ * read no key.  The slots grow by half, not double: at 3.4 M nodes a
+ * power of two would be 8 M slots filled to 0.41. */
 struct dict {
 	uint64_t *keys;
 	uint32_t n;        /* keys so far */
 	uint32_t keys_cap; /* entries mapped, keys[0] unused */
 	uint32_t *slots;
-	uint32_t mask;     /* slots - 1, a power of two */
-	unsigned bits;     /* log2(slots) */
+	uint32_t cap;      /* slots */
+	uint32_t idmask;   /* ids' bits in a slot: 2^k - 1 >= cap - 1 */
 };
 
 /* Recently used nodes, in front of the tables: a lookup answered here
@@ -45,7 +46,7 @@ struct stackmap {
 #define INITIAL_KEYS (1u << 11)
 /* slots filled at most 4/5: linear probing stays short with the tags */
 #define FULL(n, slots) ((uint64_t)(n) * 5 > (uint64_t)(slots) * 4)
-#define MAX_BITS 31 /* one tag bit at least */
+#define MAX_SLOTS (1u << 31) /* one tag bit at least */
 
 static inline uint64_t mix(uint64_t k)
 {
@@ -58,7 +59,18 @@ static inline uint64_t mix(uint64_t k)
 
 static inline uint32_t tag_of(const struct dict *d, uint64_t h)
 {
-	return (uint32_t)(h >> 32) >> d->bits << d->bits;
+	return (uint32_t)(h >> 32) & ~d->idmask;
+}
+
+/* The first slot to probe: the low half of the hash scaled to cap. */
+static inline uint32_t home(const struct dict *d, uint64_t h)
+{
+	return (uint32_t)((h & 0xffffffffu) * d->cap >> 32);
+}
+
+static uint32_t idmask_for(uint32_t cap)
+{
+	return (uint32_t)(((uint64_t)1 << (32 - __builtin_clz(cap - 1))) - 1);
 }
 
 static int dict_init(struct dict *d)
@@ -74,15 +86,15 @@ static int dict_init(struct dict *d)
 		return -1;
 	}
 	d->keys_cap = INITIAL_KEYS;
-	d->mask = INITIAL_SLOTS - 1;
-	d->bits = __builtin_ctz(INITIAL_SLOTS);
+	d->cap = INITIAL_SLOTS;
+	d->idmask = idmask_for(INITIAL_SLOTS);
 	return 0;
 }
 
 static void dict_finish(struct dict *d)
 {
 	rmem_unmap(d->keys, (size_t)d->keys_cap * sizeof(*d->keys));
-	rmem_unmap(d->slots, ((size_t)d->mask + 1) * sizeof(*d->slots));
+	rmem_unmap(d->slots, (size_t)d->cap * sizeof(*d->slots));
 	d->keys = NULL;
 	d->slots = NULL;
 }
@@ -91,8 +103,8 @@ static void dict_finish(struct dict *d)
 static inline uint32_t dict_find(const struct dict *d, uint64_t key,
 				 uint64_t h, uint32_t **at)
 {
-	uint32_t tag = tag_of(d, h), idmask = d->mask;
-	for (uint32_t i = (uint32_t)h & d->mask;; i = (i + 1) & d->mask) {
+	uint32_t tag = tag_of(d, h), idmask = d->idmask;
+	for (uint32_t i = home(d, h);;) {
 		uint32_t s = d->slots[i];
 		if (!s) {
 			*at = &d->slots[i];
@@ -100,28 +112,31 @@ static inline uint32_t dict_find(const struct dict *d, uint64_t key,
 		}
 		if ((s & ~idmask) == tag && d->keys[s & idmask] == key)
 			return s & idmask;
+		if (++i == d->cap)
+			i = 0;
 	}
 }
 
-/* Twice the slots, filled again from the keys alone. */
+/* Half as many slots again, filled anew from the keys alone. */
 static int dict_grow_slots(struct dict *d)
 {
-	unsigned bits = d->bits + 1;
-	if (bits > MAX_BITS)
+	if (d->cap > MAX_SLOTS / 3 * 2 - 1024)
 		return -1;
-	size_t cap = (size_t)1 << bits;
-	uint32_t *fresh = rmem_map_table(cap * sizeof(*fresh));
+	/* whole pages */
+	uint32_t cap = (d->cap + d->cap / 2 + 1023) & ~1023u;
+	uint32_t *fresh = rmem_map_table((size_t)cap * sizeof(*fresh));
 	if (!fresh)
 		return -1;
-	rmem_unmap(d->slots, ((size_t)d->mask + 1) * sizeof(*d->slots));
+	rmem_unmap(d->slots, (size_t)d->cap * sizeof(*d->slots));
 	d->slots = fresh;
-	d->mask = (uint32_t)(cap - 1);
-	d->bits = bits;
+	d->cap = cap;
+	d->idmask = idmask_for(cap);
 	for (uint32_t id = 1; id <= d->n; id++) {
 		uint64_t h = mix(d->keys[id]);
-		uint32_t i = (uint32_t)h & d->mask;
+		uint32_t i = home(d, h);
 		while (fresh[i])
-			i = (i + 1) & d->mask;
+			if (++i == cap)
+				i = 0;
 		fresh[i] = tag_of(d, h) | id;
 	}
 	return 0;
@@ -141,7 +156,7 @@ static uint32_t dict_add(struct dict *d, uint64_t key, uint64_t h,
 		d->keys = k;
 		d->keys_cap *= 2;
 	}
-	if (FULL(d->n + 1, d->mask + 1)) {
+	if (FULL(d->n + 1, d->cap)) {
 		if (dict_grow_slots(d))
 			return 0;
 		dict_find(d, key, h, &at); /* the slot it goes to now */
