@@ -43,6 +43,12 @@ void *rmem_map_table(size_t size)
 	return p;
 }
 
+void *rmem_remap(void *p, size_t size, size_t new_size)
+{
+	long q = syscall(SYS_mremap, p, size, new_size, MREMAP_MAYMOVE);
+	return q == -1 ? NULL : (void *)q;
+}
+
 void rmem_unmap(void *p, size_t size)
 {
 	if (p)

@@ -16,6 +16,10 @@ void *rmem_map_resident(size_t size);
  * lookup does not also miss the TLB and filling it takes one page fault
  * per 2 MiB. */
 void *rmem_map_table(size_t size);
+/* p's mapping of size bytes, grown to new_size, maybe moved: the kernel
+ * moves the pages, nothing is copied or zeroed again; NULL on failure (p
+ * is kept then). */
+void *rmem_remap(void *p, size_t size, size_t new_size);
 void rmem_unmap(void *p, size_t size); /* accepts NULL */
 
 #endif

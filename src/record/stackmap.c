@@ -1,40 +1,170 @@
+/* The nodes are dense arrays indexed by id, found through an index of
+ * 4-byte slots: an interpreter's native stacks make millions of nodes
+ * (3.3 M for `import torch`), and 16-byte slots at half load took 128 MiB
+ * there.  A node is (parent, address number), 8 bytes: the distinct
+ * return addresses are few (85,000 there) and numbered by a second table
+ * of the same kind.  Grown arrays are remapped, not copied; an index is
+ * rebuilt from its keys, the only table mapped anew. */
 #include "stackmap.h"
 
 #include <string.h>
 
 #include "../base/rmem.h"
 
-struct slot {
+/* 64-bit keys numbered densely from 1 in the order they came, keys[id],
+ * found through slots holding the id in their low `bits` bits and more
+ * bits of the key's hash above them (0: empty): probes that cannot match
+ * read no key.  The slots grow by half, not double: at 3.4 M nodes a
+ * power of two would be 8 M slots filled to 0.41. */
+struct dict {
+	uint64_t *keys;
+	uint32_t n;        /* keys so far */
+	uint32_t keys_cap; /* entries mapped, keys[0] unused */
+	uint32_t *slots;
+	uint32_t cap;      /* slots */
+	uint32_t idmask;   /* ids' bits in a slot: 2^k - 1 >= cap - 1 */
+};
+
+/* Recently used nodes, in front of the tables: a lookup answered here
+ * needs neither the address number nor the index.  Direct-mapped. */
+#define FRONT (1u << 14)
+
+struct front {
 	uintptr_t ip;
 	uint32_t parent;
 	uint32_t id; /* 0: empty */
 };
 
-/* Recently used nodes, in front of the table: once the table outgrows
- * the CPU caches (millions of nodes when recording a PyTorch import),
- * most lookups are answered here.  A direct-mapped copy, 256 KiB. */
-#define FRONT (1u << 14)
-
 struct stackmap {
-	struct slot *slots;
-	uint32_t mask; /* capacity - 1 */
-	uint32_t count;
-	struct slot front[FRONT];
+	struct dict nodes; /* parent << 32 | address number */
+	struct dict addrs; /* return addresses */
+	struct front front[FRONT];
 };
 
 /* small enough to stay in cache: most programs have a few thousand nodes */
-#define INITIAL_CAPACITY (1u << 12)
+#define INITIAL_SLOTS (1u << 12)
+#define INITIAL_KEYS (1u << 11)
+/* slots filled at most 4/5: linear probing stays short with the tags */
+#define FULL(n, slots) ((uint64_t)(n) * 5 > (uint64_t)(slots) * 4)
+#define MAX_SLOTS (1u << 31) /* one tag bit at least */
 
-static inline uint32_t hash(uint32_t parent, uintptr_t ip)
+static inline uint64_t mix(uint64_t k)
 {
-	uint64_t h = (uint64_t)ip * 0x9e3779b97f4a7c15ull ^
-		     (uint64_t)parent * 0xc2b2ae3d27d4eb4full;
-	return (uint32_t)(h ^ h >> 29);
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	return k ^ k >> 33;
 }
 
-static size_t table_bytes(uint32_t capacity)
+static inline uint32_t tag_of(const struct dict *d, uint64_t h)
 {
-	return (size_t)capacity * sizeof(struct slot);
+	return (uint32_t)(h >> 32) & ~d->idmask;
+}
+
+/* The first slot to probe: the low half of the hash scaled to cap. */
+static inline uint32_t home(const struct dict *d, uint64_t h)
+{
+	return (uint32_t)((h & 0xffffffffu) * d->cap >> 32);
+}
+
+static uint32_t idmask_for(uint32_t cap)
+{
+	return (uint32_t)(((uint64_t)1 << (32 - __builtin_clz(cap - 1))) - 1);
+}
+
+static int dict_init(struct dict *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->keys = rmem_map(INITIAL_KEYS * sizeof(*d->keys));
+	d->slots = rmem_map(INITIAL_SLOTS * sizeof(*d->slots));
+	if (!d->keys || !d->slots) {
+		rmem_unmap(d->keys, INITIAL_KEYS * sizeof(*d->keys));
+		rmem_unmap(d->slots, INITIAL_SLOTS * sizeof(*d->slots));
+		d->keys = NULL;
+		d->slots = NULL;
+		return -1;
+	}
+	d->keys_cap = INITIAL_KEYS;
+	d->cap = INITIAL_SLOTS;
+	d->idmask = idmask_for(INITIAL_SLOTS);
+	return 0;
+}
+
+static void dict_finish(struct dict *d)
+{
+	rmem_unmap(d->keys, (size_t)d->keys_cap * sizeof(*d->keys));
+	rmem_unmap(d->slots, (size_t)d->cap * sizeof(*d->slots));
+	d->keys = NULL;
+	d->slots = NULL;
+}
+
+/* The id of key, or 0 with *at the empty slot where it goes. */
+static inline uint32_t dict_find(const struct dict *d, uint64_t key,
+				 uint64_t h, uint32_t **at)
+{
+	uint32_t tag = tag_of(d, h), idmask = d->idmask;
+	for (uint32_t i = home(d, h);;) {
+		uint32_t s = d->slots[i];
+		if (!s) {
+			*at = &d->slots[i];
+			return 0;
+		}
+		if ((s & ~idmask) == tag && d->keys[s & idmask] == key)
+			return s & idmask;
+		if (++i == d->cap)
+			i = 0;
+	}
+}
+
+/* Half as many slots again, filled anew from the keys alone. */
+static int dict_grow_slots(struct dict *d)
+{
+	if (d->cap > MAX_SLOTS / 3 * 2 - 1024)
+		return -1;
+	/* whole pages */
+	uint32_t cap = (d->cap + d->cap / 2 + 1023) & ~1023u;
+	uint32_t *fresh = rmem_map_table((size_t)cap * sizeof(*fresh));
+	if (!fresh)
+		return -1;
+	rmem_unmap(d->slots, (size_t)d->cap * sizeof(*d->slots));
+	d->slots = fresh;
+	d->cap = cap;
+	d->idmask = idmask_for(cap);
+	for (uint32_t id = 1; id <= d->n; id++) {
+		uint64_t h = mix(d->keys[id]);
+		uint32_t i = home(d, h);
+		while (fresh[i])
+			if (++i == cap)
+				i = 0;
+		fresh[i] = tag_of(d, h) | id;
+	}
+	return 0;
+}
+
+/* Adds key, not there, at *at as dict_find left it; its id, or 0. */
+static uint32_t dict_add(struct dict *d, uint64_t key, uint64_t h,
+			 uint32_t *at)
+{
+	if (d->n + 1 >= d->keys_cap) {
+		size_t old = (size_t)d->keys_cap * sizeof(*d->keys);
+		if (d->keys_cap > UINT32_MAX / 2)
+			return 0;
+		uint64_t *k = rmem_remap(d->keys, old, 2 * old);
+		if (!k)
+			return 0;
+		d->keys = k;
+		d->keys_cap *= 2;
+	}
+	if (FULL(d->n + 1, d->cap)) {
+		if (dict_grow_slots(d))
+			return 0;
+		dict_find(d, key, h, &at); /* the slot it goes to now */
+	}
+	uint32_t id = ++d->n;
+	d->keys[id] = key;
+	*at = tag_of(d, h) | id;
+	return id;
 }
 
 struct stackmap *stackmap_create(void)
@@ -42,12 +172,10 @@ struct stackmap *stackmap_create(void)
 	struct stackmap *m = rmem_map(sizeof(*m));
 	if (!m)
 		return NULL;
-	m->slots = rmem_map(table_bytes(INITIAL_CAPACITY));
-	if (!m->slots) {
-		rmem_unmap(m, sizeof(*m));
+	if (dict_init(&m->nodes) || dict_init(&m->addrs)) {
+		stackmap_destroy(m);
 		return NULL;
 	}
-	m->mask = INITIAL_CAPACITY - 1;
 	return m;
 }
 
@@ -55,79 +183,55 @@ void stackmap_destroy(struct stackmap *m)
 {
 	if (!m)
 		return;
-	rmem_unmap(m->slots, table_bytes(m->mask + 1));
+	dict_finish(&m->nodes);
+	dict_finish(&m->addrs);
 	rmem_unmap(m, sizeof(*m));
 }
 
 int stackmap_reset(struct stackmap *m)
 {
-	struct slot *fresh = rmem_map(table_bytes(INITIAL_CAPACITY));
-	if (!fresh)
+	struct dict nodes, addrs;
+	if (dict_init(&nodes))
 		return -1;
-	rmem_unmap(m->slots, table_bytes(m->mask + 1));
-	m->slots = fresh;
-	m->mask = INITIAL_CAPACITY - 1;
-	m->count = 0;
+	if (dict_init(&addrs)) {
+		dict_finish(&nodes);
+		return -1;
+	}
+	dict_finish(&m->nodes);
+	dict_finish(&m->addrs);
+	m->nodes = nodes;
+	m->addrs = addrs;
 	memset(m->front, 0, sizeof(m->front));
-	return 0;
-}
-
-static void insert(struct slot *slots, uint32_t mask, struct slot s)
-{
-	uint32_t i = hash(s.parent, s.ip) & mask;
-	while (slots[i].id)
-		i = (i + 1) & mask;
-	slots[i] = s;
-}
-
-static int grow(struct stackmap *m)
-{
-	uint32_t cap = (m->mask + 1) * 2;
-	if (cap == 0)
-		return -1;
-	struct slot *fresh = rmem_map_table(table_bytes(cap));
-	if (!fresh)
-		return -1;
-	for (uint32_t i = 0; i <= m->mask; i++)
-		if (m->slots[i].id)
-			insert(fresh, cap - 1, m->slots[i]);
-	rmem_unmap(m->slots, table_bytes(m->mask + 1));
-	m->slots = fresh;
-	m->mask = cap - 1;
 	return 0;
 }
 
 uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 			 int *is_new)
 {
-	uint32_t h = hash(parent, ip), i = h & m->mask;
-	struct slot *f = &m->front[(h >> 18 ^ h) & (FRONT - 1)];
+	uint64_t fh = (uint64_t)ip * 0x9e3779b97f4a7c15ull ^
+		      (uint64_t)parent * 0xc2b2ae3d27d4eb4full;
+	struct front *f = &m->front[(fh ^ fh >> 29 ^ fh >> 47) & (FRONT - 1)];
 	*is_new = 0;
 	if (f->id && f->ip == ip && f->parent == parent)
 		return f->id;
-	for (;;) {
-		struct slot *s = &m->slots[i];
-		if (!s->id)
-			break;
-		if (s->ip == ip && s->parent == parent) {
-			*f = *s;
-			return s->id;
-		}
-		i = (i + 1) & m->mask;
-	}
-	if ((m->count + 1) * 2 > m->mask + 1) {
-		if (grow(m))
+	uint32_t *at = NULL;
+	uint64_t h = mix(ip);
+	uint32_t a = dict_find(&m->addrs, ip, h, &at);
+	if (!a && !(a = dict_add(&m->addrs, ip, h, at)))
+		return 0;
+	uint64_t key = (uint64_t)parent << 32 | a;
+	h = mix(key);
+	uint32_t id = dict_find(&m->nodes, key, h, &at);
+	if (!id) {
+		if (!(id = dict_add(&m->nodes, key, h, at)))
 			return 0;
-		return stackmap_intern(m, parent, ip, is_new);
+		*is_new = 1;
 	}
-	struct slot s = { ip, parent, ++m->count };
-	m->slots[i] = s;
-	*f = s;
-	*is_new = 1;
-	return s.id;
+	*f = (struct front){ ip, parent, id };
+	return id;
 }
 
 uint32_t stackmap_count(const struct stackmap *m)
 {
-	return m->count;
+	return m->nodes.n;
 }

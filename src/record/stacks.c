@@ -4,8 +4,13 @@
  *   unwinder keeps): coming back to one costs a compare (stacks_known);
  * - leaves: its recent whole stacks by a 64-bit hash of their return
  *   addresses (and depth), which saves walking the tree;
- * - path: its previous stack, whose outer part a new one usually shares
- *   and reuses without a lookup.
+ * - paths: its recent stacks by their outermost frames; a new stack
+ *   usually shares its outer part with the one there, and reuses it
+ *   without a lookup.  Stacks cut at the depth limit are why there are
+ *   several: each is rooted at whatever frame the limit fell on, so one a
+ *   frame deeper shares nothing with the previous stack (an interpreter's
+ *   deep stacks made twelve lookups per allocation with one path), but
+ *   much with the last one rooted where it is.
  * A forked child's trace has ids of its own: the one thread there empties
  * its caches. */
 #include "stacks.h"
@@ -20,11 +25,19 @@
 #include "stackmap.h"
 
 #define LEAVES 1024
+#define PATHS 32
+#define ROOT_FRAMES 4 /* outermost frames that choose a path */
 
 struct leaf {
 	uint64_t hash;
 	uint64_t ref; /* STACKS_REF(id, parent) */
 	uint32_t n;
+};
+
+struct path {
+	int n; /* frames; 0: empty */
+	uintptr_t ips[HS_DEPTH_MAX];
+	uint32_t ids[HS_DEPTH_MAX];
 };
 
 /* The thread's previous Python stack: raw frames and their node ids. */
@@ -45,15 +58,14 @@ struct py_keyed {
 struct cache {
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
+	struct path paths[PATHS];
 	struct py_path py;
 	struct py_keyed py_keyed[STACKS_KEYED];
 };
 
 static __thread struct {
-	int n;          /* length of the previous stack */
-	uintptr_t ips[HS_DEPTH_MAX];
-	uint32_t ids[HS_DEPTH_MAX];
-	int done;       /* the thread is ending: no cache any more */
+	struct path last; /* without a cache: the previous stack */
+	int done;         /* the thread is ending: no cache any more */
 	struct cache *cache;
 } path HS_TLS;
 __thread struct stacks_keyed *stacks_keyed HS_TLS;
@@ -85,7 +97,7 @@ int stacks_create(void)
 
 int stacks_reset(void)
 {
-	path.n = 0;
+	path.last.n = 0;
 	/* zero pages again, resident as they are used */
 	if (path.cache &&
 	    madvise(path.cache, sizeof(struct cache), MADV_DONTNEED))
@@ -114,28 +126,27 @@ static struct cache *thread_cache(void)
 }
 
 /* The stack's id by the tree, writing the nodes not seen before.  The
- * thread's previous stack usually shares its outer part, which is reused
- * without a lookup. */
-static uint64_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
-			    int *fresh)
+ * outer part it shares with pa, a stack of the thread's, is reused
+ * without a lookup; pa becomes this stack. */
+static uint64_t intern_path(struct path *pa, const uintptr_t *ips, int n,
+			    uint8_t **pp, int *fresh)
 {
-	int m = path.n;
+	int m = pa->n;
 	int c = 0;
-	while (c < n && c < m && ips[n - 1 - c] == path.ips[m - 1 - c])
+	while (c < n && c < m && ips[n - 1 - c] == pa->ips[m - 1 - c])
 		c++;
 	if (c == n && n == m)
-		return n ? STACKS_REF(path.ids[0], n > 1 ? path.ids[1] : 0)
-			 : 0;
+		return n ? STACKS_REF(pa->ids[0], n > 1 ? pa->ids[1] : 0) : 0;
 	uint32_t ids[HS_DEPTH_MAX];
 	for (int k = 0; k < c; k++)
-		ids[n - 1 - k] = path.ids[m - 1 - k];
+		ids[n - 1 - k] = pa->ids[m - 1 - k];
 	for (int i = n - 1 - c; i >= 0; i--) {
 		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
 		int is_new;
 		uint32_t id = stackmap_intern(table, parent, ips[i], &is_new);
 		if (!id) {
 			hs_fail("out of memory for the stack table", ENOMEM);
-			path.n = 0;
+			pa->n = 0;
 			return 0;
 		}
 		if (is_new) {
@@ -145,9 +156,9 @@ static uint64_t intern_path(const uintptr_t *ips, int n, uint8_t **pp,
 		}
 		ids[i] = id;
 	}
-	memcpy(path.ips, ips, (size_t)n * sizeof(*ips));
-	memcpy(path.ids, ids, (size_t)n * sizeof(*ids));
-	path.n = n;
+	memcpy(pa->ips, ips, (size_t)n * sizeof(*ips));
+	memcpy(pa->ids, ids, (size_t)n * sizeof(*ids));
+	pa->n = n;
 	return n ? STACKS_REF(ids[0], n > 1 ? ids[1] : 0) : 0;
 }
 
@@ -180,12 +191,25 @@ static inline uint64_t stack_hash(const uintptr_t *ips, int n)
 	return lane(h, 0);
 }
 
+/* The path for a stack: by its outermost frames, where a stack cut at the
+ * depth limit differs from the ones cut a frame higher or lower. */
+static struct path *path_of(const uintptr_t *ips, int n)
+{
+	struct cache *c = thread_cache();
+	if (!c)
+		return &path.last;
+	uint64_t h = 0;
+	for (int i = n > ROOT_FRAMES ? n - ROOT_FRAMES : 0; i < n; i++)
+		h = lane(h, ips[i]);
+	return &c->paths[h >> 32 & (PATHS - 1)];
+}
+
 uint64_t stacks_intern_ref(const uintptr_t *ips, int n, uint64_t key,
 			   uint8_t **pp, int *fresh)
 {
 	struct cache *c = thread_cache();
 	if (!c)
-		return intern_path(ips, n, pp, fresh);
+		return intern_path(&path.last, ips, n, pp, fresh);
 	uint64_t ref = stacks_known_ref(key);
 	if (ref)
 		return ref;
@@ -194,7 +218,7 @@ uint64_t stacks_intern_ref(const uintptr_t *ips, int n, uint64_t key,
 	if (l->hash == h && l->n == (uint32_t)n && l->ref) {
 		ref = l->ref;
 	} else {
-		ref = intern_path(ips, n, pp, fresh);
+		ref = intern_path(path_of(ips, n), ips, n, pp, fresh);
 		*l = (struct leaf){ h, ref, (uint32_t)n };
 	}
 	if (key && ref)
@@ -303,7 +327,8 @@ void stacks_py_remember(uint64_t key, uint32_t python, uint32_t id)
 uint32_t stacks_join_at(const uintptr_t *ips, int n, int e, uint32_t python,
 			uint8_t **pp, int *fresh)
 {
-	uint64_t outer = intern_path(ips + e, n - e, pp, fresh);
+	uint64_t outer = intern_path(path_of(ips + e, n - e), ips + e, n - e,
+				     pp, fresh);
 	uint32_t id = outer ? stacks_join(outer, ips[e], python, pp, fresh)
 			    : 0;
 	for (int i = e - 1; i >= 0 && id; i--) {

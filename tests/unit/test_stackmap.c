@@ -34,6 +34,20 @@ int main(void)
 	/* same ip under another parent is another node */
 	uint32_t other = stackmap_intern(m, 5, 0x400000, &is_new);
 	CHECK(is_new && other == N + 1);
+	/* a wide tree of many distinct addresses, some with the high bit set
+	 * (another kind of frame), grows both tables */
+	uint32_t first = N + 2;
+	for (uint32_t i = 0; i < N; i++) {
+		uintptr_t ip = (i & 1 ? (uintptr_t)1 << 63 : 0) | i * 7;
+		uint32_t id = stackmap_intern(m, i % 1000, ip, &is_new);
+		CHECK(is_new && id == first + i);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		uintptr_t ip = (i & 1 ? (uintptr_t)1 << 63 : 0) | i * 7;
+		CHECK(stackmap_intern(m, i % 1000, ip, &is_new) == first + i &&
+		      !is_new);
+	}
+	CHECK(stackmap_count(m) == 2 * N + 1);
 	CHECK(stackmap_reset(m) == 0);
 	CHECK(stackmap_count(m) == 0);
 	CHECK(stackmap_intern(m, 0, 0x400000, &is_new) == 1 && is_new);
