@@ -12,7 +12,7 @@
 #include "../base/rmem.h"
 
 /* 64-bit keys numbered densely from 1 in the order they came, keys[id],
- * found through slots holding the id in their low `bits` bits and more
+ * found through slots holding the id in their low bits (idmask) and more
  * bits of the key's hash above them (0: empty): probes that cannot match
  * read no key.  The slots grow by half, not double: at 3.4 M nodes a
  * power of two would be 8 M slots filled to 0.41. */
