@@ -15,7 +15,7 @@
 #define HS_INTERVAL_DEFAULT 100
 #define HS_INTERVAL_MAX 3600000
 #define HS_ENV_DEPTH "HEAPSLOPE_DEPTH" /* frames per call stack */
-#define HS_DEPTH_DEFAULT 64
+#define HS_DEPTH_DEFAULT 128
 #define HS_DEPTH_MIN 1
 #define HS_DEPTH_MAX 256
 #define HS_ENV_FOLLOW "HEAPSLOPE_FOLLOW" /* 1: record forked children and

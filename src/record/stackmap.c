@@ -12,7 +12,7 @@
 #include "../base/rmem.h"
 
 /* 64-bit keys numbered densely from 1 in the order they came, keys[id],
- * found through slots holding the id in their low `bits` bits and more
+ * found through slots holding the id in their low bits (idmask) and more
  * bits of the key's hash above them (0: empty): probes that cannot match
  * read no key.  The slots grow by half, not double: at 3.4 M nodes a
  * power of two would be 8 M slots filled to 0.41. */
@@ -23,6 +23,11 @@ struct dict {
 	uint32_t *slots;
 	uint32_t cap;      /* slots */
 	uint32_t idmask;   /* ids' bits in a slot: 2^k - 1 >= cap - 1 */
+	/* keys added but not in the slots yet, their slots being fetched
+	 * meanwhile: the slots of a new stack's nodes are far apart and
+	 * not in cache; filled one by one, each waited for memory */
+	uint32_t npending;
+	uint32_t pending[64];
 };
 
 /* Recently used nodes, in front of the tables: a lookup answered here
@@ -117,6 +122,16 @@ static inline uint32_t dict_find(const struct dict *d, uint64_t key,
 	}
 }
 
+/* Fills the first empty slot from key's home on. */
+static void put(struct dict *d, uint64_t h, uint32_t id)
+{
+	uint32_t i = home(d, h);
+	while (d->slots[i])
+		if (++i == d->cap)
+			i = 0;
+	d->slots[i] = tag_of(d, h) | id;
+}
+
 /* Half as many slots again, filled anew from the keys alone. */
 static int dict_grow_slots(struct dict *d)
 {
@@ -131,13 +146,36 @@ static int dict_grow_slots(struct dict *d)
 	d->slots = fresh;
 	d->cap = cap;
 	d->idmask = idmask_for(cap);
-	for (uint32_t id = 1; id <= d->n; id++) {
-		uint64_t h = mix(d->keys[id]);
-		uint32_t i = home(d, h);
-		while (fresh[i])
-			if (++i == cap)
-				i = 0;
-		fresh[i] = tag_of(d, h) | id;
+	for (uint32_t id = 1; id <= d->n; id++)
+		put(d, mix(d->keys[id]), id);
+	return 0;
+}
+
+/* Before a lookup: the keys added meanwhile into their slots. */
+static inline void dict_settle(struct dict *d)
+{
+	for (uint32_t k = 0; k < d->npending; k++)
+		put(d, mix(d->keys[d->pending[k]]), d->pending[k]);
+	d->npending = 0;
+}
+
+/* Room for key number n + 1 in keys and slots; -1 if there is none. */
+static int dict_room(struct dict *d)
+{
+	if (d->n + 1 >= d->keys_cap) {
+		size_t old = (size_t)d->keys_cap * sizeof(*d->keys);
+		if (d->keys_cap > UINT32_MAX / 2)
+			return -1;
+		uint64_t *k = rmem_remap(d->keys, old, 2 * old);
+		if (!k)
+			return -1;
+		d->keys = k;
+		d->keys_cap *= 2;
+	}
+	if (FULL(d->n + 1, d->cap)) {
+		if (dict_grow_slots(d))
+			return -1;
+		d->npending = 0; /* their slots were filled from the keys */
 	}
 	return 0;
 }
@@ -146,24 +184,29 @@ static int dict_grow_slots(struct dict *d)
 static uint32_t dict_add(struct dict *d, uint64_t key, uint64_t h,
 			 uint32_t *at)
 {
-	if (d->n + 1 >= d->keys_cap) {
-		size_t old = (size_t)d->keys_cap * sizeof(*d->keys);
-		if (d->keys_cap > UINT32_MAX / 2)
-			return 0;
-		uint64_t *k = rmem_remap(d->keys, old, 2 * old);
-		if (!k)
-			return 0;
-		d->keys = k;
-		d->keys_cap *= 2;
-	}
-	if (FULL(d->n + 1, d->cap)) {
-		if (dict_grow_slots(d))
-			return 0;
+	uint32_t cap = d->cap;
+	if (dict_room(d))
+		return 0;
+	if (d->cap != cap)
 		dict_find(d, key, h, &at); /* the slot it goes to now */
-	}
 	uint32_t id = ++d->n;
 	d->keys[id] = key;
 	*at = tag_of(d, h) | id;
+	return id;
+}
+
+/* Adds key, known not to be there; its id, or 0.  Its slot is filled
+ * by the next dict_settle. */
+static uint32_t dict_add_pending(struct dict *d, uint64_t key, uint64_t h)
+{
+	if (dict_room(d))
+		return 0;
+	if (d->npending == sizeof(d->pending) / sizeof(d->pending[0]))
+		dict_settle(d);
+	uint32_t id = ++d->n;
+	d->keys[id] = key;
+	d->pending[d->npending++] = id;
+	__builtin_prefetch(&d->slots[home(d, h)], 1);
 	return id;
 }
 
@@ -221,6 +264,16 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 		return 0;
 	uint64_t key = (uint64_t)parent << 32 | a;
 	h = mix(key);
+	if (parent && parent == m->nodes.n) {
+		/* the newest node has no children yet: no lookup */
+		uint32_t id = dict_add_pending(&m->nodes, key, h);
+		if (!id)
+			return 0;
+		*is_new = 1;
+		*f = (struct front){ ip, parent, id };
+		return id;
+	}
+	dict_settle(&m->nodes);
 	uint32_t id = dict_find(&m->nodes, key, h, &at);
 	if (!id) {
 		if (!(id = dict_add(&m->nodes, key, h, at)))

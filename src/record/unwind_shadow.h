@@ -10,9 +10,10 @@
 #include "unwind.h"
 #include "unwind_fast.h"
 
-/* Frames kept per thread: twice the default depth; deeper stacks are
- * still captured, only not reused. */
-#define KEEP_MAX 128
+/* Frames kept per thread: twice the default depth (a walk also passes
+ * the recorder's own frames); deeper stacks are still captured, only not
+ * reused. */
+#define KEEP_MAX 256
 
 /* A frame of a walk: the words it read and the state it used. */
 struct kframe {

@@ -179,7 +179,7 @@ def test_stacks():
         check(len(set(fr[1:6])) == 1 and fr[0] != fr[1],
               f"counts deep 5: 5 recursive return addresses expected after "
               f"the innermost frame: {[hex(ip) for ip in fr]}")
-        for opts, want in (([], 64), (["--depth", "256"], 256),
+        for opts, want in (([], 128), (["--depth", "256"], 256),
                            (["--depth", "1"], 1)):
             r = record([prog("counts"), "deep", "1000"], d, opts=opts,
                        output=f"deep{want}.hst")

@@ -31,12 +31,19 @@ int main(void)
 		CHECK(!is_new && id == i + 1);
 		parent = id;
 	}
+	/* a node made under the newest node, then found again at once */
+	uint32_t a = stackmap_intern(m, N, 0x10, &is_new);
+	CHECK(is_new && a == N + 1);
+	uint32_t b = stackmap_intern(m, a, 0x20, &is_new);
+	CHECK(is_new && b == N + 2);
+	CHECK(stackmap_intern(m, a, 0x20, &is_new) == b && !is_new);
+	CHECK(stackmap_intern(m, N, 0x10, &is_new) == a && !is_new);
 	/* same ip under another parent is another node */
 	uint32_t other = stackmap_intern(m, 5, 0x400000, &is_new);
-	CHECK(is_new && other == N + 1);
+	CHECK(is_new && other == N + 3);
 	/* a wide tree of many distinct addresses, some with the high bit set
 	 * (another kind of frame), grows both tables */
-	uint32_t first = N + 2;
+	uint32_t first = N + 4;
 	for (uint32_t i = 0; i < N; i++) {
 		uintptr_t ip = (i & 1 ? (uintptr_t)1 << 63 : 0) | i * 7;
 		uint32_t id = stackmap_intern(m, i % 1000, ip, &is_new);
@@ -47,7 +54,7 @@ int main(void)
 		CHECK(stackmap_intern(m, i % 1000, ip, &is_new) == first + i &&
 		      !is_new);
 	}
-	CHECK(stackmap_count(m) == 2 * N + 1);
+	CHECK(stackmap_count(m) == 2 * N + 3);
 	CHECK(stackmap_reset(m) == 0);
 	CHECK(stackmap_count(m) == 0);
 	CHECK(stackmap_intern(m, 0, 0x400000, &is_new) == 1 && is_new);
