@@ -119,6 +119,7 @@ struct event {
  * whose threads have room for them. */
 struct py_stack {
 	int n, common;
+	int eval; /* the native stack's innermost eval frame (python_trim) */
 	struct py_raw f[PY_DEPTH];
 	uint32_t codes[PY_DEPTH];
 };
@@ -159,20 +160,11 @@ stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
 	*pp = python_codes_put(py->f, m, py->codes, *pp);
 	uint32_t python = stacks_py_intern(py->f, py->codes, py->n,
 					   py->common, pp);
-	uint32_t id = stacks_py_known(key, python);
-	if (id || !python)
-		return id ? id : stacks_intern(ips, n, key, pp, fresh);
-	int e = python_eval_index(ips, n);
-	if (e >= hs_settings.join_inside && e < n) {
-		id = stacks_join_at(ips, n, e, python, pp, fresh);
-	} else {
-		uint64_t ref = stacks_known_ref(key);
-		if (!ref)
-			ref = stacks_intern_ref(ips, n, key, pp, fresh);
-		id = stacks_join(ref, ips[0], python, pp, fresh);
-	}
-	stacks_py_remember(key, python, id);
-	return id;
+	if (!python)
+		return stacks_intern(ips, n, key, pp, fresh);
+	int at = py->eval >= hs_settings.join_inside && py->eval < n ? py->eval
+								      : 0;
+	return stacks_intern_py(ips, n, key, python, at, pp, fresh);
 }
 
 /* Lock held: appends e with the stack ips[0..n) and the Python frames py
@@ -324,7 +316,7 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 static int py_read(struct py_stack *py, uintptr_t *ips, int n)
 {
 	py->n = python_capture(py->f);
-	return py->n ? python_trim(ips, n) : n;
+	return py->n ? python_trim(ips, n, &py->eval) : n;
 }
 
 /* The same with the thread's Python frames. */

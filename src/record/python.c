@@ -119,28 +119,19 @@ static void find_eval(void)
 	dl_iterate_phdr(find_interp, NULL);
 }
 
-int python_eval_index(const uintptr_t *ips, int n)
-{
-	int i = 0;
-	while (i < n && !(ips[i] > py.eval_lo && ips[i] <= py.eval_hi))
-		i++;
-	return i;
-}
-
-int python_trim(uintptr_t *ips, int n)
+int python_trim(uintptr_t *ips, int n, int *eval)
 {
 	int i = 0, k;
-	if (!py.interp_hi)
-		return n;
 	/* inside the innermost Python call: everything */
 	while (i < n && !(ips[i] > py.eval_lo && ips[i] <= py.eval_hi))
 		i++;
-	if (i == n)
+	*eval = i;
+	if (i == n || !py.interp_hi)
 		return n;
 	for (k = ++i; i < n; i++) {
 		uintptr_t ip = ips[i];
-		int eval = ip > py.eval_lo && ip <= py.eval_hi;
-		if (eval || ip <= py.interp_lo || ip > py.interp_hi)
+		int eval_frame = ip > py.eval_lo && ip <= py.eval_hi;
+		if (eval_frame || ip <= py.interp_lo || ip > py.interp_hi)
 			ips[k++] = ip;
 	}
 	return k;

@@ -38,10 +38,9 @@ int python_capture(struct py_raw *f);
  * (_PyEval_EvalFrameDefault): they only call from one Python function to
  * the next, and the Python frames stand for them.  The eval frames stay
  * (the analyzer puts the Python frames there), and so does every frame
- * of other modules.  Returns the new n. */
-int python_trim(uintptr_t *ips, int n);
-/* The index in ips[0..n) of the innermost eval loop frame; n if none. */
-int python_eval_index(const uintptr_t *ips, int n);
+ * of other modules.  Returns the new n; *eval: the index of the
+ * innermost eval frame (the same before and after), n if none. */
+int python_trim(uintptr_t *ips, int n, int *eval);
 
 /* Lock held.  The trace's ids of the codes of f[0..n) into ids[], 0 for
  * a code not written yet; returns the bytes its records need. */

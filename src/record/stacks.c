@@ -24,6 +24,9 @@
 #include "internal.h"
 #include "stackmap.h"
 
+/* A stack's id and its parent's, as intern_path returns them. */
+#define STACKS_REF(id, parent) ((uint64_t)(parent) << 32 | (id))
+
 #define LEAVES 1024
 #define PATHS 32
 #define ROOT_FRAMES 4 /* outermost frames that choose a path */
@@ -48,10 +51,16 @@ struct py_path {
 };
 
 /* A stack with Python frames the thread interned: (walk key, Python
- * node) -> its id. */
+ * node) -> its id; and by a hash of its return addresses and Python
+ * node (the stacks of more than 20 frames have no walk key). */
 struct py_keyed {
 	uint64_t key;
 	uint32_t python, id;
+};
+
+struct py_leaf {
+	uint64_t hash;
+	uint32_t python, n, id;
 };
 
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
@@ -61,6 +70,7 @@ struct cache {
 	struct path paths[PATHS];
 	struct py_path py;
 	struct py_keyed py_keyed[STACKS_KEYED];
+	struct py_leaf py_leaves[LEAVES];
 };
 
 static __thread struct {
@@ -149,8 +159,16 @@ static uint64_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 			pa->n = 0;
 			return 0;
 		}
-		if (is_new) {
+		if (is_new && (ips[i] & STACKS_JOINT) && i + 1 < n) {
+			/* a joint node (stacks_intern_py): the native node it
+			 * is under again, and its Python stack */
+			*pp = enc_stack(*pp, id, i + 2 < n ? ids[i + 2] : 0,
+					ips[i + 1]);
+			*pp = enc_py_stack(*pp, id, ips[i] & ~STACKS_JOINT);
+		} else if (is_new) {
 			*pp = enc_stack(*pp, id, parent, ips[i]);
+		}
+		if (is_new) {
 			hs_rec.counts[HS_COUNT_STACKS]++;
 			*fresh = 1;
 		}
@@ -204,7 +222,7 @@ static struct path *path_of(const uintptr_t *ips, int n)
 	return &c->paths[h >> 32 & (PATHS - 1)];
 }
 
-uint64_t stacks_intern_ref(const uintptr_t *ips, int n, uint64_t key,
+static uint64_t intern_ref(const uintptr_t *ips, int n, uint64_t key,
 			   uint8_t **pp, int *fresh)
 {
 	struct cache *c = thread_cache();
@@ -230,7 +248,7 @@ uint64_t stacks_intern_ref(const uintptr_t *ips, int n, uint64_t key,
 uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
 		       uint8_t **pp, int *fresh)
 {
-	return (uint32_t)stacks_intern_ref(ips, n, key, pp, fresh);
+	return (uint32_t)intern_ref(ips, n, key, pp, fresh);
 }
 
 /* ---- Python frames ---- */
@@ -283,67 +301,34 @@ uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 	return n ? ids[0] : 0;
 }
 
-uint32_t stacks_join(uint64_t native, uintptr_t ip, uint32_t python,
-		     uint8_t **pp, int *fresh)
+uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
+			  uint32_t python, int at, uint8_t **pp, int *fresh)
 {
-	int is_new;
-	uint32_t id = (uint32_t)native;
-	if (!id || !python)
-		return id;
-	uint32_t joint = stackmap_intern(table, id, STACKS_JOINT | python,
-					 &is_new);
-	if (!joint) {
-		hs_fail("out of memory for the stack table", ENOMEM);
-		return 0;
+	struct cache *c = thread_cache();
+	struct py_keyed *k = c ? &c->py_keyed[key & (STACKS_KEYED - 1)] : NULL;
+	struct py_leaf *l = NULL;
+	uint64_t h = 0;
+	if (k && key && k->key == key && k->python == python)
+		return k->id;
+	if (n >= HS_DEPTH_MAX)
+		n = HS_DEPTH_MAX - 1; /* room for the joint node */
+	if (c) {
+		h = stack_hash(ips, n) ^ (uint64_t)python * HASH_M;
+		l = &c->py_leaves[h & (LEAVES - 1)];
+		if (l->hash == h && l->n == (uint32_t)n &&
+		    l->python == python && l->id)
+			return l->id;
 	}
-	if (is_new) {
-		/* the native stack's innermost node again: what a reader that
-		 * skips the Python record sees */
-		*pp = enc_stack(*pp, joint, native >> 32, ip);
-		*pp = enc_py_stack(*pp, joint, python);
-		hs_rec.counts[HS_COUNT_STACKS]++;
-		*fresh = 1;
-	}
-	return joint;
-}
-
-uint32_t stacks_py_known(uint64_t key, uint32_t python)
-{
-	struct cache *c = path.cache;
-	if (!c || !key)
-		return 0;
-	const struct py_keyed *k = &c->py_keyed[key & (STACKS_KEYED - 1)];
-	return k->key == key && k->python == python ? k->id : 0;
-}
-
-void stacks_py_remember(uint64_t key, uint32_t python, uint32_t id)
-{
-	struct cache *c = path.cache;
-	if (c && key && id)
-		c->py_keyed[key & (STACKS_KEYED - 1)] =
-			(struct py_keyed){ key, python, id };
-}
-
-uint32_t stacks_join_at(const uintptr_t *ips, int n, int e, uint32_t python,
-			uint8_t **pp, int *fresh)
-{
-	uint64_t outer = intern_path(path_of(ips + e, n - e), ips + e, n - e,
-				     pp, fresh);
-	uint32_t id = outer ? stacks_join(outer, ips[e], python, pp, fresh)
-			    : 0;
-	for (int i = e - 1; i >= 0 && id; i--) {
-		int is_new;
-		uint32_t child = stackmap_intern(table, id, ips[i], &is_new);
-		if (!child) {
-			hs_fail("out of memory for the stack table", ENOMEM);
-			return 0;
-		}
-		if (is_new) {
-			*pp = enc_stack(*pp, child, id, ips[i]);
-			hs_rec.counts[HS_COUNT_STACKS]++;
-			*fresh = 1;
-		}
-		id = child;
-	}
+	/* the stack with the joint node in it, where the tree has it */
+	uintptr_t v[HS_DEPTH_MAX];
+	memcpy(v, ips, (size_t)at * sizeof(*v));
+	v[at] = STACKS_JOINT | python;
+	memcpy(v + at + 1, ips + at, (size_t)(n - at) * sizeof(*v));
+	uint32_t id = (uint32_t)intern_path(c ? path_of(v, n + 1) : &path.last,
+					    v, n + 1, pp, fresh);
+	if (l)
+		*l = (struct py_leaf){ h, python, (uint32_t)n, id };
+	if (k && key && id)
+		*k = (struct py_keyed){ key, python, id };
 	return id;
 }

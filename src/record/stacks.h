@@ -26,40 +26,29 @@ int stacks_reset(void);
  * grow (recording stops). */
 uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
 		       uint8_t **pp, int *fresh);
-/* The same as a reference: the id, and in the high half its parent's
- * (stacks_join needs it). */
-#define STACKS_REF(id, parent) ((uint64_t)(parent) << 32 | (id))
-uint64_t stacks_intern_ref(const uintptr_t *ips, int n, uint64_t key,
-			   uint8_t **pp, int *fresh);
-
 /* Python frames (python.h) f[0..n), innermost first, as a node of a tree
  * of their own, written as HS_EXT_PY_FRAME records:
  * - stacks_py_common: how many outer frames the thread's previous Python
  *   stack had the same (reused without a lookup); -1 when the thread has
  *   no cache (its Python frames are then left out);
  * - stacks_py_intern: the innermost node's id, codes[] the trace ids of
- *   the frames' codes (python_codes_put); 0 when the table cannot grow.
- * stacks_join: the node of native stack `native` (a reference, whose
- * innermost return address is ip) with Python stack `python`: a STACK
- * record that repeats the native node, and HS_EXT_PY_STACK; the native
- * id itself when python is 0. */
+ *   the frames' codes (python_codes_put); 0 when the table cannot grow. */
 int stacks_py_common(const struct py_raw *f, int n);
 uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 			  int n, int common, uint8_t **pp);
-uint32_t stacks_join(uint64_t native, uintptr_t ip, uint32_t python,
-		     uint8_t **pp, int *fresh);
-/* The same joint node placed at ips[e], the stack's innermost eval loop
- * frame (python_eval_index), with the frames inside it, ips[0..e), as
- * its children: for stacks whose native part inside Python is long and
- * ever new (a dlopen running a library's static constructors under one
- * `import`), which then share one joint node.  Returns the innermost
- * node's id, 0 when the table cannot grow. */
-uint32_t stacks_join_at(const uintptr_t *ips, int n, int e, uint32_t python,
-			uint8_t **pp, int *fresh);
-/* The thread's stacks with Python frames by (walk key, Python node):
- * the id interned before, or 0; and remembering one. */
-uint32_t stacks_py_known(uint64_t key, uint32_t python);
-void stacks_py_remember(uint64_t key, uint32_t python, uint32_t id);
+/* The id of native stack ips[0..n) (walk key `key`, or 0) with Python
+ * stack `python` (a node of stacks_py_intern); 0 when the table cannot
+ * grow.  The two are joined by a joint node in the tree, keyed
+ * STACKS_JOINT | python under a native node, written as a STACK record
+ * that repeats that native node (same parent, same address: what a
+ * reader that skips Python records sees) and HS_EXT_PY_STACK.  It goes
+ * under the innermost frame (at 0), or under ips[at], the innermost eval
+ * loop frame, with the frames inside it, ips[0..at), below it: for
+ * stacks whose native part inside Python is long and ever new (a dlopen
+ * running a library's static constructors under one `import`), which
+ * then share one joint node. */
+uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
+			  uint32_t python, int at, uint8_t **pp, int *fresh);
 /* The key of a joint node in the native table: no return address has
  * bit 63 set. */
 #define STACKS_JOINT (1ull << 63)
@@ -69,7 +58,7 @@ void stacks_py_remember(uint64_t key, uint32_t python, uint32_t id);
  * asks.  An empty entry has key 0 and id 0. */
 struct stacks_keyed {
 	uint64_t key;
-	uint64_t id; /* STACKS_REF(id, parent) */
+	uint64_t id; /* the id, its parent's in the high half */
 };
 #define STACKS_KEYED (1u << UNWIND_WALK_BITS) /* one per unwinder walk */
 extern __thread struct stacks_keyed *stacks_keyed HS_TLS; /* or NULL */
