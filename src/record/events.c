@@ -119,7 +119,6 @@ struct event {
  * whose threads have room for them. */
 struct py_stack {
 	int n, common;
-	int eval; /* the native stack's innermost eval frame (python_trim) */
 	struct py_raw f[PY_DEPTH];
 	uint32_t codes[PY_DEPTH];
 };
@@ -162,9 +161,7 @@ stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
 					   py->common, pp);
 	if (!python)
 		return stacks_intern(ips, n, key, pp, fresh);
-	int at = py->eval >= hs_settings.join_inside && py->eval < n ? py->eval
-								      : 0;
-	return stacks_intern_py(ips, n, key, python, at, pp, fresh);
+	return stacks_intern_py(ips, n, key, python, pp, fresh);
 }
 
 /* Lock held: appends e with the stack ips[0..n) and the Python frames py
@@ -311,20 +308,13 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 
 /* ---- events ---- */
 
-/* The thread's Python frames into py, and its native stack ips[0..n)
- * without what they stand for (python_trim): the new n. */
-static int py_read(struct py_stack *py, uintptr_t *ips, int n)
-{
-	py->n = python_capture(py->f);
-	return py->n ? python_trim(ips, n, &py->eval) : n;
-}
 
 /* The same with the thread's Python frames. */
 static __attribute__((noinline)) void
 stack_event_py(const struct event *e, uintptr_t *ips, int n, uint64_t key)
 {
 	struct py_stack py;
-	n = py_read(&py, ips, n);
+	py.n = python_capture(py.f);
 	int fresh = 0;
 	rec_lock();
 	put_event(e, ips, n, key, &py, &fresh);
@@ -427,10 +417,8 @@ static __attribute__((noinline)) void
 put_event_py(const struct event *e, const uintptr_t *ips, int n, int *fresh)
 {
 	struct py_stack py;
-	uintptr_t mine[HS_DEPTH_MAX];
-	memcpy(mine, ips, (size_t)n * sizeof(*ips));
-	n = py_read(&py, mine, n);
-	put_event(e, mine, n, 0, &py, fresh);
+	py.n = python_capture(py.f);
+	put_event(e, ips, n, 0, &py, fresh);
 }
 
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
@@ -484,7 +472,7 @@ static __attribute__((noinline)) void
 map_py(const struct map_call *m, uintptr_t *ips, int n, uint64_t key)
 {
 	struct py_stack py;
-	n = py_read(&py, ips, n);
+	py.n = python_capture(py.f);
 	int fresh = 0;
 	rec_lock();
 	put_map(m, ips, n, key, &py, &fresh);

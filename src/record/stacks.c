@@ -22,6 +22,7 @@
 
 #include "../base/rmem.h"
 #include "internal.h"
+#include "python.h"
 #include "stackmap.h"
 
 /* A stack's id and its parent's, as intern_path returns them. */
@@ -302,7 +303,7 @@ uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 }
 
 uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
-			  uint32_t python, int at, uint8_t **pp, int *fresh)
+			  uint32_t python, uint8_t **pp, int *fresh)
 {
 	struct cache *c = thread_cache();
 	struct py_keyed *k = c ? &c->py_keyed[key & (STACKS_KEYED - 1)] : NULL;
@@ -310,22 +311,25 @@ uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
 	uint64_t h = 0;
 	if (k && key && k->key == key && k->python == python)
 		return k->id;
-	if (n >= HS_DEPTH_MAX)
-		n = HS_DEPTH_MAX - 1; /* room for the joint node */
 	if (c) {
+		/* by the stack as captured: a hit costs no trim */
 		h = stack_hash(ips, n) ^ (uint64_t)python * HASH_M;
 		l = &c->py_leaves[h & (LEAVES - 1)];
 		if (l->hash == h && l->n == (uint32_t)n &&
 		    l->python == python && l->id)
 			return l->id;
 	}
-	/* the stack with the joint node in it, where the tree has it */
+	/* the stack without what the Python frames stand for, with the
+	 * joint node in it, where the tree has it */
 	uintptr_t v[HS_DEPTH_MAX];
-	memcpy(v, ips, (size_t)at * sizeof(*v));
+	int eval, m = n < HS_DEPTH_MAX ? n : HS_DEPTH_MAX - 1;
+	memcpy(v + 1, ips, (size_t)m * sizeof(*v));
+	m = python_trim(v + 1, m, &eval);
+	int at = eval >= hs_settings.join_inside && eval < m ? eval : 0;
+	memmove(v, v + 1, (size_t)at * sizeof(*v));
 	v[at] = STACKS_JOINT | python;
-	memcpy(v + at + 1, ips + at, (size_t)(n - at) * sizeof(*v));
-	uint32_t id = (uint32_t)intern_path(c ? path_of(v, n + 1) : &path.last,
-					    v, n + 1, pp, fresh);
+	uint32_t id = (uint32_t)intern_path(c ? path_of(v, m + 1) : &path.last,
+					    v, m + 1, pp, fresh);
 	if (l)
 		*l = (struct py_leaf){ h, python, (uint32_t)n, id };
 	if (k && key && id)

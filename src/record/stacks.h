@@ -37,18 +37,19 @@ int stacks_py_common(const struct py_raw *f, int n);
 uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 			  int n, int common, uint8_t **pp);
 /* The id of native stack ips[0..n) (walk key `key`, or 0) with Python
- * stack `python` (a node of stacks_py_intern); 0 when the table cannot
- * grow.  The two are joined by a joint node in the tree, keyed
+ * stack `python` (a node of stacks_py_intern), without what the Python
+ * frames stand for (python_trim); 0 when the table cannot grow.  The two are joined by a joint node in the tree, keyed
  * STACKS_JOINT | python under a native node, written as a STACK record
  * that repeats that native node (same parent, same address: what a
  * reader that skips Python records sees) and HS_EXT_PY_STACK.  It goes
- * under the innermost frame (at 0), or under ips[at], the innermost eval
- * loop frame, with the frames inside it, ips[0..at), below it: for
+ * under the innermost frame, or under the innermost eval loop frame,
+ * with the frames inside it below it (hs_settings.join_inside of them or
+ * more): for
  * stacks whose native part inside Python is long and ever new (a dlopen
  * running a library's static constructors under one `import`), which
  * then share one joint node. */
 uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
-			  uint32_t python, int at, uint8_t **pp, int *fresh);
+			  uint32_t python, uint8_t **pp, int *fresh);
 /* The key of a joint node in the native table: no return address has
  * bit 63 set. */
 #define STACKS_JOINT (1ull << 63)
