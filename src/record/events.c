@@ -308,7 +308,8 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 
 /* ---- events ---- */
 
-/* The same with the thread's Python frames. */
+/* stack_event's work in a process that runs Python: with the thread's
+ * Python frames (their room on this function's stack only). */
 static __attribute__((noinline)) void
 stack_event_py(const struct event *e, uintptr_t *ips, int n, uint64_t key)
 {
