@@ -139,12 +139,6 @@ static size_t py_bound(struct py_stack *py)
 	       (size_t)m * HS_PY_FRAME_MAX + STACK_REC_MAX + HS_PY_STACK_MAX;
 }
 
-/* A stack with hs_settings.join_inside native frames or more inside its
- * innermost eval loop frame has its Python frames joined there
- * (stacks_join_at), not at its innermost frame: a library's static
- * constructors, run by a dlopen under one `import`, make hundreds of
- * thousands of such stacks, each new, all under the same Python line. */
-
 /* Lock held, room reserved (py_bound): the id of the stack ips[0..n)
  * with py's Python frames, if any. */
 static inline __attribute__((always_inline)) uint32_t
@@ -153,15 +147,13 @@ stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
 {
 	if (!py || !py->n || !n) {
 		uint32_t id = stacks_known(key);
-		return id ? id : stacks_intern(ips, n, key, pp, fresh);
+		return id ? id : stacks_intern(ips, n, key, 0, pp, fresh);
 	}
 	int m = py->n - py->common;
 	*pp = python_codes_put(py->f, m, py->codes, *pp);
 	uint32_t python = stacks_py_intern(py->f, py->codes, py->n,
 					   py->common, pp);
-	if (!python)
-		return stacks_intern(ips, n, key, pp, fresh);
-	return stacks_intern_py(ips, n, key, python, pp, fresh);
+	return stacks_intern(ips, n, key, python, pp, fresh);
 }
 
 /* Lock held: appends e with the stack ips[0..n) and the Python frames py
@@ -548,7 +540,7 @@ void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
 		maps_add((uintptr_t)ptr, len);
 		uint8_t *p = reserve_thread(event_bound(n) + HS_REMAP_MAX);
 		if (p) {
-			uint32_t id = stacks_intern(ips, n, 0, &p, &fresh);
+			uint32_t id = stacks_intern(ips, n, 0, 0, &p, &fresh);
 			p = enc_remap(p, (uintptr_t)old, old_len,
 				      (uintptr_t)ptr, len, (uint64_t)flags,
 				      id);

@@ -1,9 +1,11 @@
 /* A program allocates from few distinct stacks, over and over, so each
  * thread keeps three caches in front of the table:
  * - keyed: the ids of the stacks the caller named by a key (the walks the
- *   unwinder keeps): coming back to one costs a compare (stacks_known);
+ *   unwinder keeps) and Python stack: coming back to one costs a compare
+ *   (stacks_known);
  * - leaves: its recent whole stacks by a 64-bit hash of their return
- *   addresses (and depth), which saves walking the tree;
+ *   addresses (and depth) and Python stack, which saves walking the tree
+ *   (and trimming the native stack of a Python one);
  * - paths: its recent stacks by their outermost frames; a new stack
  *   usually shares its outer part with the one there, and reuses it
  *   without a lookup.  Stacks cut at the depth limit are why there are
@@ -25,17 +27,14 @@
 #include "python.h"
 #include "stackmap.h"
 
-/* A stack's id and its parent's, as intern_path returns them. */
-#define STACKS_REF(id, parent) ((uint64_t)(parent) << 32 | (id))
-
 #define LEAVES 1024
 #define PATHS 32
 #define ROOT_FRAMES 4 /* outermost frames that choose a path */
 
+/* A recent stack: a hash of its return addresses and Python stack. */
 struct leaf {
 	uint64_t hash;
-	uint64_t ref; /* STACKS_REF(id, parent) */
-	uint32_t n;
+	uint32_t python, n, id;
 };
 
 struct path {
@@ -51,27 +50,12 @@ struct py_path {
 	uint32_t ids[PY_DEPTH];
 };
 
-/* A stack with Python frames the thread interned: (walk key, Python
- * node) -> its id; and by a hash of its return addresses and Python
- * node (the stacks of more than 20 frames have no walk key). */
-struct py_keyed {
-	uint64_t key;
-	uint32_t python, id;
-};
-
-struct py_leaf {
-	uint64_t hash;
-	uint32_t python, n, id;
-};
-
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
 struct cache {
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
 	struct path paths[PATHS];
 	struct py_path py;
-	struct py_keyed py_keyed[STACKS_KEYED];
-	struct py_leaf py_leaves[LEAVES];
 };
 
 static __thread struct {
@@ -139,7 +123,7 @@ static struct cache *thread_cache(void)
 /* The stack's id by the tree, writing the nodes not seen before.  The
  * outer part it shares with pa, a stack of the thread's, is reused
  * without a lookup; pa becomes this stack. */
-static uint64_t intern_path(struct path *pa, const uintptr_t *ips, int n,
+static uint32_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 			    uint8_t **pp, int *fresh)
 {
 	int m = pa->n;
@@ -147,7 +131,7 @@ static uint64_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 	while (c < n && c < m && ips[n - 1 - c] == pa->ips[m - 1 - c])
 		c++;
 	if (c == n && n == m)
-		return n ? STACKS_REF(pa->ids[0], n > 1 ? pa->ids[1] : 0) : 0;
+		return n ? pa->ids[0] : 0;
 	uint32_t ids[HS_DEPTH_MAX];
 	for (int k = 0; k < c; k++)
 		ids[n - 1 - k] = pa->ids[m - 1 - k];
@@ -161,7 +145,7 @@ static uint64_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 			return 0;
 		}
 		if (is_new && (ips[i] & STACKS_JOINT) && i + 1 < n) {
-			/* a joint node (stacks_intern_py): the native node it
+			/* a joint node (stacks_intern): the native node it
 			 * is under again, and its Python stack */
 			*pp = enc_stack(*pp, id, i + 2 < n ? ids[i + 2] : 0,
 					ips[i + 1]);
@@ -178,7 +162,7 @@ static uint64_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 	memcpy(pa->ips, ips, (size_t)n * sizeof(*ips));
 	memcpy(pa->ids, ids, (size_t)n * sizeof(*ids));
 	pa->n = n;
-	return n ? STACKS_REF(ids[0], n > 1 ? ids[1] : 0) : 0;
+	return n ? ids[0] : 0;
 }
 
 /* Four lanes, each a multiply-xorshift chain over every fourth address,
@@ -221,35 +205,6 @@ static struct path *path_of(const uintptr_t *ips, int n)
 	for (int i = n > ROOT_FRAMES ? n - ROOT_FRAMES : 0; i < n; i++)
 		h = lane(h, ips[i]);
 	return &c->paths[h >> 32 & (PATHS - 1)];
-}
-
-static uint64_t intern_ref(const uintptr_t *ips, int n, uint64_t key,
-			   uint8_t **pp, int *fresh)
-{
-	struct cache *c = thread_cache();
-	if (!c)
-		return intern_path(&path.last, ips, n, pp, fresh);
-	uint64_t ref = stacks_known_ref(key);
-	if (ref)
-		return ref;
-	uint64_t h = stack_hash(ips, n);
-	struct leaf *l = &c->leaves[h & (LEAVES - 1)];
-	if (l->hash == h && l->n == (uint32_t)n && l->ref) {
-		ref = l->ref;
-	} else {
-		ref = intern_path(path_of(ips, n), ips, n, pp, fresh);
-		*l = (struct leaf){ h, ref, (uint32_t)n };
-	}
-	if (key && ref)
-		c->keyed[key & (STACKS_KEYED - 1)] =
-			(struct stacks_keyed){ key, ref };
-	return ref;
-}
-
-uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       uint8_t **pp, int *fresh)
-{
-	return (uint32_t)intern_ref(ips, n, key, pp, fresh);
 }
 
 /* ---- Python frames ---- */
@@ -302,25 +257,12 @@ uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 	return n ? ids[0] : 0;
 }
 
-uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
-			  uint32_t python, uint8_t **pp, int *fresh)
+/* Stack ips[0..n) with Python stack `python`: the stack without what the
+ * Python frames stand for (python_trim), with the joint node in it where
+ * the tree has it, interned. */
+static uint32_t intern_joint(struct cache *c, const uintptr_t *ips, int n,
+			     uint32_t python, uint8_t **pp, int *fresh)
 {
-	struct cache *c = thread_cache();
-	struct py_keyed *k = c ? &c->py_keyed[key & (STACKS_KEYED - 1)] : NULL;
-	struct py_leaf *l = NULL;
-	uint64_t h = 0;
-	if (k && key && k->key == key && k->python == python)
-		return k->id;
-	if (c) {
-		/* by the stack as captured: a hit costs no trim */
-		h = stack_hash(ips, n) ^ (uint64_t)python * HASH_M;
-		l = &c->py_leaves[h & (LEAVES - 1)];
-		if (l->hash == h && l->n == (uint32_t)n &&
-		    l->python == python && l->id)
-			return l->id;
-	}
-	/* the stack without what the Python frames stand for, with the
-	 * joint node in it, where the tree has it */
 	uintptr_t v[HS_DEPTH_MAX];
 	int eval, m = n < HS_DEPTH_MAX ? n : HS_DEPTH_MAX - 1;
 	memcpy(v + 1, ips, (size_t)m * sizeof(*v));
@@ -328,11 +270,33 @@ uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
 	int at = eval >= hs_settings.join_inside && eval < m ? eval : 0;
 	memmove(v, v + 1, (size_t)at * sizeof(*v));
 	v[at] = STACKS_JOINT | python;
-	uint32_t id = (uint32_t)intern_path(c ? path_of(v, m + 1) : &path.last,
-					    v, m + 1, pp, fresh);
-	if (l)
-		*l = (struct py_leaf){ h, python, (uint32_t)n, id };
-	if (k && key && id)
-		*k = (struct py_keyed){ key, python, id };
+	return intern_path(c ? path_of(v, m + 1) : &path.last, v, m + 1, pp,
+			   fresh);
+}
+
+uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
+		       uint32_t python, uint8_t **pp, int *fresh)
+{
+	struct cache *c = thread_cache();
+	if (!c)
+		return python ? intern_joint(NULL, ips, n, python, pp, fresh)
+			      : intern_path(&path.last, ips, n, pp, fresh);
+	struct stacks_keyed *k = &c->keyed[key & (STACKS_KEYED - 1)];
+	if (key && k->key == key && k->python == python && k->id)
+		return k->id;
+	/* by the stack as captured: a hit costs no trim */
+	uint64_t h = stack_hash(ips, n) ^ (uint64_t)python * HASH_M;
+	struct leaf *l = &c->leaves[h & (LEAVES - 1)];
+	uint32_t id;
+	if (l->hash == h && l->n == (uint32_t)n && l->python == python &&
+	    l->id) {
+		id = l->id;
+	} else {
+		id = python ? intern_joint(c, ips, n, python, pp, fresh)
+			    : intern_path(path_of(ips, n), ips, n, pp, fresh);
+		*l = (struct leaf){ h, python, (uint32_t)n, id };
+	}
+	if (key && id)
+		*k = (struct stacks_keyed){ key, python, id };
 	return id;
 }

@@ -18,14 +18,6 @@ int stacks_create(void);
  * of memory. */
 int stacks_reset(void);
 
-/* The id of the stack ips[0..n), innermost first, appending at *pp the
- * records of its nodes not seen before (*fresh set then).  key: the
- * caller's name for exactly these frames, 0 if none: the unwinder's walk
- * key for a native stack (unwind.h); a stack with frames of another kind
- * must bring their identity into it, or pass 0.  0 when the table cannot
- * grow (recording stops). */
-uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       uint8_t **pp, int *fresh);
 /* Python frames (python.h) f[0..n), innermost first, as a node of a tree
  * of their own, written as HS_EXT_PY_FRAME records:
  * - stacks_py_common: how many outer frames the thread's previous Python
@@ -36,20 +28,25 @@ uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
 int stacks_py_common(const struct py_raw *f, int n);
 uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 			  int n, int common, uint8_t **pp);
-/* The id of native stack ips[0..n) (walk key `key`, or 0) with Python
- * stack `python` (a node of stacks_py_intern), without what the Python
- * frames stand for (python_trim); 0 when the table cannot grow.  The two are joined by a joint node in the tree, keyed
+
+/* The id of the stack ips[0..n), innermost first, with the Python stack
+ * `python` (a node of stacks_py_intern; 0: none), appending at *pp the
+ * records of its nodes not seen before (*fresh set then).  key: the
+ * unwinder's walk key for exactly these frames (unwind.h), 0 if none.
+ * 0 when the table cannot grow (recording stops).
+ *
+ * With Python frames, the native stack leaves out what they stand for
+ * (python_trim), and a joint node joins the two: a node keyed
  * STACKS_JOINT | python under a native node, written as a STACK record
  * that repeats that native node (same parent, same address: what a
  * reader that skips Python records sees) and HS_EXT_PY_STACK.  It goes
- * under the innermost frame, or under the innermost eval loop frame,
- * with the frames inside it below it (hs_settings.join_inside of them or
- * more): for
- * stacks whose native part inside Python is long and ever new (a dlopen
- * running a library's static constructors under one `import`), which
+ * under the innermost frame, or under the innermost eval loop frame with
+ * the frames inside it below it when they are hs_settings.join_inside or
+ * more: stacks whose native part inside Python is long and ever new (a
+ * dlopen running a library's static constructors under one `import`)
  * then share one joint node. */
-uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
-			  uint32_t python, uint8_t **pp, int *fresh);
+uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
+		       uint32_t python, uint8_t **pp, int *fresh);
 /* The key of a joint node in the native table: no return address has
  * bit 63 set. */
 #define STACKS_JOINT (1ull << 63)
@@ -59,23 +56,18 @@ uint32_t stacks_intern_py(const uintptr_t *ips, int n, uint64_t key,
  * asks.  An empty entry has key 0 and id 0. */
 struct stacks_keyed {
 	uint64_t key;
-	uint64_t id; /* the id, its parent's in the high half */
+	uint32_t python, id; /* python: the Python stack, 0 for none */
 };
 #define STACKS_KEYED (1u << UNWIND_WALK_BITS) /* one per unwinder walk */
 extern __thread struct stacks_keyed *stacks_keyed HS_TLS; /* or NULL */
 
-static inline uint64_t stacks_known_ref(uint64_t key)
+static inline uint32_t stacks_known(uint64_t key)
 {
 	const struct stacks_keyed *k = stacks_keyed;
 	if (!k)
 		return 0;
 	k += key & (STACKS_KEYED - 1);
-	return k->key == key ? k->id : 0;
-}
-
-static inline uint32_t stacks_known(uint64_t key)
-{
-	return (uint32_t)stacks_known_ref(key);
+	return k->key == key && !k->python ? k->id : 0;
 }
 
 #endif
