@@ -67,7 +67,6 @@ static struct {
 	const void *code_type;   /* &PyCode_Type */
 	unsigned long version;   /* Py_Version */
 	const struct py_layout *L;
-	int wanted;              /* not `record --no-python` */
 	int on;                  /* frames are read */
 	int probed;              /* the first thread state was checked */
 	int said;
@@ -139,7 +138,6 @@ int python_trim(uintptr_t *ips, int n, int *eval)
 
 void python_init(int on)
 {
-	py.wanted = on;
 	if (!on || py.rt)
 		return;
 	const unsigned long *version = dlsym(RTLD_DEFAULT, "Py_Version");
