@@ -102,7 +102,7 @@ static int walk(unsigned tag, struct cursor *row_in, struct sink *row_out,
 		return -1;
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct hs_field *f = &d->f[i];
-		uint64_t n;
+		uint64_t n = 0; /* set by move(); -O3 cannot see it */
 		if (move(f, row_in, row_out, cin, cout, encode, &n))
 			return -1;
 		if (f->type == HS_F_COUNT) {
