@@ -14,12 +14,20 @@ struct cursor {
 	const uint8_t *p, *end;
 };
 
+/* Where a column goes; counting: nothing is written, n sums its bytes
+ * (columns_encode's first pass, which sizes the columns). */
 struct sink {
 	uint8_t *p, *end;
+	size_t n;
+	int counting;
 };
 
 static int put(struct sink *out, const uint8_t *src, size_t n)
 {
+	if (out->counting) {
+		out->n += n;
+		return 0;
+	}
 	if (n > (size_t)(out->end - out->p))
 		return -1;
 	memcpy(out->p, src, n);
@@ -155,7 +163,7 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		col[s] = (struct cursor){ c.p, c.p + len[s] };
 		c.p += len[s];
 	}
-	struct sink out = { rows, rows + cap };
+	struct sink out = { .p = rows, .end = rows + cap };
 	while (col[TAGS].p < col[TAGS].end) {
 		unsigned tag = *col[TAGS].p++;
 		if (out.p == out.end)
@@ -184,48 +192,97 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 	return (size_t)(out.p - rows);
 }
 
-size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
-		      size_t cap, uint8_t *scratch)
+/* The length of the varint at in, which is moved past it. */
+static inline int skip_varint(struct cursor *in, size_t *len)
+{
+	const uint8_t *start = in->p;
+	uint64_t x;
+	if (varint_get(&in->p, in->end, &x))
+		return -1;
+	*len += (size_t)(in->p - start);
+	return 0;
+}
+
+/* One pass over the rows: into the columns, or with counting sinks, the
+ * length of each.  Returns 0, or -1 if the rows do not parse or a
+ * column has no room. */
+static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 {
 	struct cursor in = { rows, rows + n };
-	struct sink col[NSTREAMS];
-	const size_t region = n + 16;
-	for (int s = 0; s < NSTREAMS; s++)
-		col[s] = (struct sink){ scratch + (size_t)s * region,
-					scratch + (size_t)s * region + n };
+	int counting = col[TAGS].counting;
 	while (in.p < in.end) {
 		unsigned tag = *in.p++;
-		*col[TAGS].p++ = (uint8_t)tag;
-		/* the hot records inline; everything else by the walk */
-		switch (HS_TAG_KIND(tag)) {
-		case HS_REC_ALLOC:
-			if (copy_varint(&in, &col[SIZES]) ||
-			    copy_varint(&in, &col[STACKS]) ||
-			    copy_varint(&in, &col[PTRS]))
-				return 0;
-			continue;
-		case HS_REC_FREE:
-			if (copy_varint(&in, &col[PTRS]))
-				return 0;
-			continue;
-		default:
-			if (walk(tag, &in, NULL, NULL, col, 1))
-				return 0;
+		int bad;
+		if (counting) {
+			col[TAGS].n++;
+			/* the hot records inline; everything else by the walk */
+			switch (HS_TAG_KIND(tag)) {
+			case HS_REC_ALLOC:
+				bad = skip_varint(&in, &col[SIZES].n) ||
+				      skip_varint(&in, &col[STACKS].n) ||
+				      skip_varint(&in, &col[PTRS].n);
+				break;
+			case HS_REC_FREE:
+				bad = skip_varint(&in, &col[PTRS].n);
+				break;
+			default:
+				bad = walk(tag, &in, NULL, NULL, col, 1);
+			}
+		} else {
+			if (col[TAGS].p == col[TAGS].end)
+				return -1;
+			*col[TAGS].p++ = (uint8_t)tag;
+			switch (HS_TAG_KIND(tag)) {
+			case HS_REC_ALLOC:
+				bad = copy_varint(&in, &col[SIZES]) ||
+				      copy_varint(&in, &col[STACKS]) ||
+				      copy_varint(&in, &col[PTRS]);
+				break;
+			case HS_REC_FREE:
+				bad = copy_varint(&in, &col[PTRS]);
+				break;
+			default:
+				bad = walk(tag, &in, NULL, NULL, col, 1);
+			}
 		}
+		if (bad)
+			return -1;
 	}
+	return 0;
+}
+
+/* Two passes, the first to size the columns, so that they are written in
+ * place: no scratch of a region per column, which the recorder would
+ * keep resident (five times its buffer). */
+size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
+		      size_t cap)
+{
+	struct sink col[NSTREAMS];
+	for (int s = 0; s < NSTREAMS; s++)
+		col[s] = (struct sink){ .counting = 1 };
+	if (transpose(rows, n, col))
+		return 0;
 	uint8_t *o = out, *end = out + cap;
 	if (cap < 1 + NSTREAMS * HS_VARINT_MAX)
 		return 0;
 	*o++ = NSTREAMS;
-	for (int s = 0; s < NSTREAMS; s++)
-		o = varint_put(o, (uint64_t)(col[s].p -
-					     (scratch + (size_t)s * region)));
+	size_t total = 0;
 	for (int s = 0; s < NSTREAMS; s++) {
-		size_t len = (size_t)(col[s].p - (scratch + (size_t)s * region));
-		if (len > (size_t)(end - o))
-			return 0;
-		memcpy(o, scratch + (size_t)s * region, len);
+		o = varint_put(o, col[s].n);
+		total += col[s].n;
+	}
+	if (total > (size_t)(end - o))
+		return 0;
+	for (int s = 0; s < NSTREAMS; s++) {
+		size_t len = col[s].n;
+		col[s] = (struct sink){ o, o + len, 0, 0 };
 		o += len;
 	}
+	/* each column must come out at exactly its counted length */
+	if (transpose(rows, n, col))
+		return 0;
+	for (int s = 0; s < NSTREAMS; s++)
+		if (col[s].p != col[s].end)
+			return 0;
 	return (size_t)(o - out);
 }

@@ -11,13 +11,10 @@
 
 /* Upper bound of the encoded size of n bytes of rows. */
 size_t columns_bound(size_t n);
-/* Bytes of scratch memory columns_encode needs for n bytes of rows: each
- * column is laid out in a region of its own, then packed. */
-#define columns_scratch(n) (5 * ((n) + 16))
-/* rows -> columns in one pass.  Returns the length, 0 if the rows do not
- * parse or cap is too small. */
+/* rows -> columns, written in place after a pass that sizes them.
+ * Returns the length, 0 if the rows do not parse or cap is too small. */
 size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
-		      size_t cap, uint8_t *scratch);
+		      size_t cap);
 /* columns -> rows (at most cap bytes); (size_t)-1 if corrupt. */
 size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		      size_t cap);

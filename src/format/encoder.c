@@ -48,15 +48,14 @@ size_t chunk_bound(size_t n)
 
 size_t chunk_work_size(size_t n)
 {
-	return columns_bound(n) + columns_scratch(n);
+	return columns_bound(n);
 }
 
 size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
 		    void *dst, size_t cap, uint8_t *work)
 {
-	uint8_t *cols = work, *scratch = work + columns_bound(n);
-	size_t c = columns_encode(rows, n, cols, columns_bound(n), scratch);
-	return c ? chunk_pack(cctx, cols, c, dst, cap) : 0;
+	size_t c = columns_encode(rows, n, work, columns_bound(n));
+	return c ? chunk_pack(cctx, work, c, dst, cap) : 0;
 }
 
 size_t chunk_pack(struct ZSTD_CCtx_s *cctx, const void *src, size_t n,

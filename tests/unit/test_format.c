@@ -211,7 +211,7 @@ static void test_bad_input(void)
 	CHECK(chunk_encode(c, unknown, 3, chunk, sizeof(chunk), work) == 0);
 
 	/* columns cut short, inside a valid frame */
-	size_t cn = columns_encode(recs, n, cols, sizeof(cols), work);
+	size_t cn = columns_encode(recs, n, cols, sizeof(cols));
 	CHECK(cn > 0);
 	snprintf(path, sizeof(path), "%s/cut-columns.hst", dir);
 	write_chunks(path, HS_FORMAT_VERSION, cols, cn - 1, 0, 1, 1);
