@@ -32,6 +32,31 @@ struct cxx_flight {
 };
 extern __thread struct cxx_flight *cxx_flight HS_TLS;
 
+/* The real operators new that call malloc: their ranges, and the
+ * smallest range that holds them all. */
+#define CXX_WRAPPERS 8
+struct cxx_wrappers {
+	uintptr_t lo, hi;
+	unsigned n;
+	struct {
+		uintptr_t lo, hi;
+	} range[CXX_WRAPPERS];
+};
+extern struct cxx_wrappers cxx_wrappers;
+
+/* Whether ip, a stack's innermost frame, is in a real operator new. */
+static inline int cxx_wraps(uintptr_t ip)
+{
+	const struct cxx_wrappers *w = &cxx_wrappers;
+	if (__builtin_expect(ip <= w->lo || ip > w->hi, 1))
+		return 0;
+	unsigned n = __atomic_load_n(&w->n, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		if (ip > w->range[i].lo && ip <= w->range[i].hi)
+			return 1;
+	return 0;
+}
+
 /* By the malloc interposers, for a call they did not record. */
 static inline void cxx_note(unsigned fn, const void *p, size_t size)
 {

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
+#include "cxx.h"
 #include "internal.h"
 #include "maps.h"
 #include "python.h"
@@ -282,6 +283,30 @@ static void nested_put(const struct event *e, const uintptr_t *ips, int n)
 	after_fresh_nodes(fresh);
 }
 
+/* The stack of an event: a stack that begins in real operators new
+ * (nothrow new calls new) begins at their caller (cxx_wraps). */
+static inline int unwrapped(uintptr_t *ips, int n)
+{
+	if (__builtin_expect(n > 1 && cxx_wraps(ips[0]), 0)) {
+		int k = 1;
+		while (k < n - 1 && cxx_wraps(ips[k]))
+			k++;
+		memmove(ips, ips + k, (size_t)(n - k) * sizeof(*ips));
+		n -= k;
+	}
+	return n;
+}
+
+static inline int capture(uintptr_t *ips, uint64_t *key)
+{
+	return unwrapped(ips, unwind_capture(ips, hs_settings.depth, key));
+}
+
+static inline int capture_plain(uintptr_t *ips)
+{
+	return unwrapped(ips, unwind_capture_plain(ips, hs_settings.depth));
+}
+
 void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 		size_t size, const void *ra)
 {
@@ -289,7 +314,7 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 	uintptr_t ips[HS_DEPTH_MAX];
 	int n = 0;
 	if (kind != HS_REC_FREE) {
-		n = unwind_capture_plain(ips, hs_settings.depth);
+		n = capture_plain(ips);
 		if (n == 0 && ra) {
 			ips[0] = (uintptr_t)ra;
 			n = 1;
@@ -319,7 +344,7 @@ static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 {
 	uintptr_t ips[HS_DEPTH_MAX];
 	uint64_t key;
-	int n = unwind_capture(ips, hs_settings.depth, &key);
+	int n = capture(ips, &key);
 	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
 	if (__builtin_expect(python_on(), 0)) {
 		stack_event_py(&e, ips, n, key);
@@ -357,19 +382,19 @@ void rec_free(unsigned fn, const void *ptr)
 int rec_stack(uintptr_t *ips)
 {
 	uint64_t key;
-	return unwind_capture(ips, hs_settings.depth, &key);
+	return capture(ips, &key);
 }
 
 void rec_realloc_begin(int *depth, uintptr_t *ips)
 {
 	uint64_t key;
-	*depth = unwind_capture(ips, hs_settings.depth, &key);
+	*depth = capture(ips, &key);
 	rec_lock();
 }
 
 int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
 {
-	*depth = unwind_capture_plain(ips, hs_settings.depth);
+	*depth = capture_plain(ips);
 	if (lock_owned(&hs_rec.lock, hs_tid()))
 		return 0;
 	rec_lock();
@@ -476,7 +501,7 @@ void rec_map(const struct map_call *m)
 {
 	uintptr_t ips[HS_DEPTH_MAX];
 	uint64_t key;
-	int n = unwind_capture(ips, hs_settings.depth, &key);
+	int n = capture(ips, &key);
 	if (__builtin_expect(python_on(), 0)) {
 		map_py(m, ips, n, key);
 		return;
