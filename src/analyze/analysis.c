@@ -164,13 +164,49 @@ static inline void preload(struct pass *p)
 		p->preloaded = symbols_preload(p->symbols);
 }
 
+_Static_assert(STACKS_JOINED == PYFRAMES_JOINED, "one range of joint ids");
+
+/* A joint of a native stack and Python frames (pyframes_join), in both
+ * stack tables. */
+static int make_joint(void *ctx, uint64_t id, uint64_t native)
+{
+	struct pass *p = ctx;
+	if (p->map_stacks && stacks_join(p->map_stacks, id, native))
+		return -1;
+	return stacks_join(p->stacks, id, native);
+}
+
+/* An event's stack with its thread's Python frames, if any. */
+static inline int joined(struct pass *p, uint64_t *stack)
+{
+	if (!*stack)
+		return 0;
+	*stack = pyframes_join(p->py, *stack, make_joint, p);
+	return *stack ? 0 : -1;
+}
+
 static int on_events(void *ctx, const struct hs_event *ev, size_t n)
 {
 	struct pass *p = ctx;
 	preload(p);
 	p->a->events += n;
 	p->a->complete = 0;
-	return replay_events(p->replay, ev, n);
+	if (!p->py || !pyframes_joining(p->py))
+		return replay_events(p->replay, ev, n);
+	struct hs_event v[WALK_EVENTS_AT_ONCE];
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < WALK_EVENTS_AT_ONCE ? n - done
+							  : WALK_EVENTS_AT_ONCE;
+		memcpy(v, ev + done, k * sizeof(*v));
+		for (size_t i = 0; i < k; i++)
+			if (v[i].kind != HS_REC_FREE && v[i].kind !=
+			    HS_REC_MUNMAP && joined(p, &v[i].stack))
+				return -1;
+		if (replay_events(p->replay, v, k))
+			return -1;
+		done += k;
+	}
+	return 0;
 }
 
 static int on_event(void *ctx, const struct hs_record *rec)
@@ -179,7 +215,11 @@ static int on_event(void *ctx, const struct hs_record *rec)
 	preload(p);
 	p->a->events++;
 	p->a->complete = 0;
-	return replay_event(p->replay, rec);
+	if (!p->py || !pyframes_joining(p->py) || rec->kind == HS_REC_FREE ||
+	    rec->kind == HS_REC_MUNMAP)
+		return replay_event(p->replay, rec);
+	struct hs_record r = *rec;
+	return joined(p, &r.stack) || replay_event(p->replay, &r);
 }
 
 /* With time windows: closes those that end at or before now. */
@@ -309,13 +349,21 @@ static int on_record(void *ctx, const struct hs_record *rec)
 	struct analysis *a = p->a;
 	if (rec->kind == HS_REC_MODULE_GONE)
 		symbols_module_gone(p->symbols, rec->base);
+	if (rec->kind == HS_REC_SWITCH && p->py)
+		return pyframes_thread(p->py, rec->tid);
 	if (rec->kind != HS_REC_EXT)
 		return 0;
 	if (p->py && pyframes_record(p->py, rec))
 		return -1;
-	if (p->maps && p->replay &&
-	    maps_record(p->maps, rec, p->replay->batch))
-		return -1;
+	if (p->maps && p->replay) {
+		struct hs_record r = *rec;
+		if (p->py && (rec->ext_type == HS_EXT_MAP ||
+			      rec->ext_type == HS_EXT_REMAP) &&
+		    joined(p, &r.stack))
+			return -1;
+		if (maps_record(p->maps, &r, p->replay->batch))
+			return -1;
+	}
 	/* the earliest, should there be several (threads, fork) */
 	if (rec->ext_type == HS_EXT_EXITING &&
 	    (!a->range.has_exiting || rec->time_ns < a->range.exiting_ns)) {
@@ -675,8 +723,12 @@ int analysis_frames(const struct analysis *a, uint64_t id,
 	size_t depth = stacks_ips(a->stacks, id, ips, STACK_DEPTH_MAX), cap = 0;
 	stacks_ids(a->stacks, id, ids, STACK_DEPTH_MAX);
 	for (size_t i = 0; i < depth; i++) {
-		uint64_t when = ids[i] < a->nnode_when ? a->node_when[ids[i]]
-						       : SYMBOLS_NOW;
+		/* a joint was made when its native node was in use */
+		uint64_t id = ids[i] >= STACKS_JOINED && i + 1 < depth
+				      ? ids[i + 1]
+				      : ids[i];
+		uint64_t when = id < a->nnode_when ? a->node_when[id]
+						   : SYMBOLS_NOW;
 		if (symbols_resolve_at(a->symbols, ips[i], when, &nv, &nn,
 				       &cap)) {
 			*frames = nv;

@@ -24,6 +24,72 @@ struct pycode {
 	unsigned first;
 };
 
+/* uint64 -> uint64, open addressing; key 0 is empty. */
+struct map64 {
+	uint64_t *k, *v;
+	size_t mask, n;
+};
+
+static size_t map_slot(const struct map64 *m, uint64_t key)
+{
+	/* every bit of the key into the low ones: pairs' keys differ in
+	 * their top and bottom halves */
+	uint64_t x = key;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	size_t h = (size_t)x & m->mask;
+	while (m->k[h] && m->k[h] != key)
+		h = (h + 1) & m->mask;
+	return h;
+}
+
+static uint64_t map_get(const struct map64 *m, uint64_t key)
+{
+	if (!m->k || !key)
+		return 0;
+	size_t h = map_slot(m, key);
+	return m->k[h] ? m->v[h] : 0;
+}
+
+static int map_put(struct map64 *m, uint64_t key, uint64_t value)
+{
+	if ((m->n + 1) * 2 > (m->k ? m->mask + 1 : 0)) {
+		size_t cap = m->k ? (m->mask + 1) * 2 : 1024;
+		struct map64 g = { calloc(cap, sizeof(uint64_t)),
+				   calloc(cap, sizeof(uint64_t)), cap - 1, 0 };
+		if (!g.k || !g.v) {
+			free(g.k);
+			free(g.v);
+			return hs_error("out of memory");
+		}
+		for (size_t i = 0; m->k && i <= m->mask; i++)
+			if (m->k[i]) {
+				size_t h = map_slot(&g, m->k[i]);
+				g.k[h] = m->k[i];
+				g.v[h] = m->v[i];
+			}
+		g.n = m->n;
+		free(m->k);
+		free(m->v);
+		*m = g;
+	}
+	size_t h = map_slot(m, key);
+	m->n += !m->k[h];
+	m->k[h] = key;
+	m->v[h] = value;
+	return 0;
+}
+
+static void map_free(struct map64 *m)
+{
+	free(m->k);
+	free(m->v);
+	*m = (struct map64){ 0 };
+}
+
 struct pynode {
 	uint32_t parent, code;
 	uint64_t offset;
@@ -38,10 +104,12 @@ struct pyframes {
 	struct pynode *nodes;
 	size_t nnodes;
 	uint64_t nodes_defined;
-	/* stack node -> Python node, open addressing, key 0 empty */
-	uint64_t *jkeys;
-	uint32_t *jvals;
-	size_t jmask, njoins;
+	struct map64 joins; /* stack node -> the Python node it carries */
+	struct map64 pairs; /* native stack << 32 | Python node -> joint */
+	struct map64 threads; /* 1 + tid -> 1 + its Python node */
+	uint64_t tid;         /* the thread of the events read now */
+	uint32_t at;          /* its Python node (HS_EXT_PY_AT), 0: none */
+	uint64_t next_joint;  /* the id the next joint takes */
 	uint64_t version; /* Py_Version of the first code */
 };
 
@@ -70,14 +138,15 @@ void pyframes_destroy(struct pyframes *p)
 		code_free(&p->codes[i]);
 	free(p->codes);
 	bigmem_free(p->nodes, p->nnodes * sizeof(*p->nodes));
-	free(p->jkeys);
-	free(p->jvals);
+	map_free(&p->joins);
+	map_free(&p->pairs);
+	map_free(&p->threads);
 	free(p);
 }
 
 int pyframes_any(const struct pyframes *p)
 {
-	return p && p->njoins > 0;
+	return p && p->joins.n > 0;
 }
 
 uint64_t pyframes_version(const struct pyframes *p)
@@ -168,48 +237,51 @@ static int on_frame(struct pyframes *p, const struct hs_record *r)
 	return 0;
 }
 
-static size_t join_slot(const struct pyframes *p, uint64_t id)
-{
-	size_t h = (size_t)((id * 0x9e3779b97f4a7c15ull) >> 17) & p->jmask;
-	while (p->jkeys[h] && p->jkeys[h] != id)
-		h = (h + 1) & p->jmask;
-	return h;
-}
-
 static int on_stack(struct pyframes *p, const struct hs_record *r)
 {
 	if (r->id == 0 || r->py.python >= p->nnodes)
 		return 0; /* a node never defined: the stack stays native */
-	if ((p->njoins + 1) * 2 > (p->jkeys ? p->jmask + 1 : 0)) {
-		size_t cap = p->jkeys ? (p->jmask + 1) * 2 : 1024;
-		uint64_t *k = calloc(cap, sizeof(*k));
-		uint32_t *v = calloc(cap, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return hs_error("out of memory");
-		}
-		uint64_t *ok = p->jkeys;
-		uint32_t *ov = p->jvals;
-		size_t old = ok ? p->jmask + 1 : 0;
-		p->jkeys = k;
-		p->jvals = v;
-		p->jmask = cap - 1;
-		for (size_t i = 0; i < old; i++)
-			if (ok[i]) {
-				size_t h = join_slot(p, ok[i]);
-				k[h] = ok[i];
-				v[h] = ov[i];
-			}
-		free(ok);
-		free(ov);
-	}
-	size_t h = join_slot(p, r->id);
-	if (!p->jkeys[h])
-		p->njoins++;
-	p->jkeys[h] = r->id;
-	p->jvals[h] = (uint32_t)r->py.python;
+	return map_put(&p->joins, r->id, r->py.python);
+}
+
+/* The Python node of the thread's next stacks; one never defined counts
+ * as none. */
+static int on_at(struct pyframes *p, const struct hs_record *r)
+{
+	p->at = r->py.python < p->nnodes ? (uint32_t)r->py.python : 0;
+	return map_put(&p->threads, p->tid + 1, (uint64_t)p->at + 1);
+}
+
+int pyframes_thread(struct pyframes *p, uint64_t tid)
+{
+	if (tid == p->tid)
+		return 0;
+	p->tid = tid;
+	uint64_t at = map_get(&p->threads, tid + 1);
+	p->at = at ? (uint32_t)(at - 1) : 0;
 	return 0;
+}
+
+int pyframes_joining(const struct pyframes *p)
+{
+	return p->at != 0;
+}
+
+uint64_t pyframes_join(struct pyframes *p, uint64_t stack,
+		       pyframes_make_fn make, void *ctx)
+{
+	if (!p->at || !stack || stack > UINT32_MAX)
+		return stack;
+	uint64_t key = stack << 32 | p->at;
+	uint64_t joint = map_get(&p->pairs, key);
+	if (joint)
+		return joint;
+	joint = PYFRAMES_JOINED + p->next_joint;
+	if (make(ctx, joint, stack) || map_put(&p->pairs, key, joint) ||
+	    map_put(&p->joins, joint, p->at))
+		return 0;
+	p->next_joint++;
+	return joint;
 }
 
 int pyframes_record(struct pyframes *p, const struct hs_record *r)
@@ -221,6 +293,8 @@ int pyframes_record(struct pyframes *p, const struct hs_record *r)
 		return on_frame(p, r);
 	case HS_EXT_PY_STACK:
 		return on_stack(p, r);
+	case HS_EXT_PY_AT:
+		return on_at(p, r);
 	}
 	return 0;
 }
@@ -228,10 +302,7 @@ int pyframes_record(struct pyframes *p, const struct hs_record *r)
 /* The Python node stack node id carries, or 0. */
 static uint32_t joined(const struct pyframes *p, uint64_t id)
 {
-	if (!p->jkeys || !id)
-		return 0;
-	size_t h = join_slot(p, id);
-	return p->jkeys[h] ? p->jvals[h] : 0;
+	return (uint32_t)map_get(&p->joins, id);
 }
 
 /* ---- lines ---- */
@@ -332,7 +403,7 @@ static int python_frame(struct pyframes *p, struct pynode *n,
 static uint32_t python_of(const struct pyframes *p, const uint64_t *ids,
 			  size_t n)
 {
-	for (size_t i = 0; p->jkeys && i < n; i++) {
+	for (size_t i = 0; p->joins.n && i < n; i++) {
 		uint32_t k = joined(p, ids[i]);
 		if (k)
 			return k;

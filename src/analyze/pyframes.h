@@ -32,6 +32,20 @@ int pyframes_record(struct pyframes *p, const struct hs_record *rec);
 int pyframes_any(const struct pyframes *p);
 uint64_t pyframes_version(const struct pyframes *p);
 
+/* The thread whose records come next (HS_REC_SWITCH), and whether it
+ * runs Python frames now (its events' stacks are then joined). */
+int pyframes_thread(struct pyframes *p, uint64_t tid);
+int pyframes_joining(const struct pyframes *p);
+/* The stack of an event of that thread whose native stack is `stack`:
+ * with the thread's Python frames (HS_EXT_PY_AT), their joint, a stack
+ * of its own whose node carries them, made by make(ctx, id, stack) the
+ * first time (0, or -1 with hs_error); ids from PYFRAMES_JOINED on, one
+ * after the other.  Without Python frames, stack itself; 0 on failure. */
+#define PYFRAMES_JOINED (1ull << 32)
+typedef int (*pyframes_make_fn)(void *ctx, uint64_t id, uint64_t native);
+uint64_t pyframes_join(struct pyframes *p, uint64_t stack,
+		       pyframes_make_fn make, void *ctx);
+
 /* Stacks are given by their nodes, innermost first (stacks_ids): the
  * Python frames are joined to one of them.
  * With Python frames, the key of a stack's site: its innermost Python

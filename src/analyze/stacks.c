@@ -37,6 +37,8 @@ struct site {
 struct stacks {
 	struct node *nodes;
 	size_t nnodes; /* ids [0, nnodes) are addressable */
+	struct node *joined; /* ids STACKS_JOINED + [0, njoined) */
+	size_t njoined, joined_cap;
 	uint64_t defined; /* HS_REC_STACK records seen */
 	struct slot *slots;
 	size_t nslots, slots_cap;
@@ -66,14 +68,27 @@ void stacks_set_site_filter(struct stacks *s, stacks_skip_fn skip,
 	s->skip_ctx = ctx;
 }
 
+/* Node id, a recorded one or a joined one (stacks_join); NULL if there
+ * is none. */
+static inline struct node *node_at(const struct stacks *s, uint64_t id)
+{
+	if (id < s->nnodes)
+		return &s->nodes[id];
+	if (id - STACKS_JOINED < s->njoined)
+		return &s->joined[id - STACKS_JOINED];
+	return NULL;
+}
+
 /* The innermost ip of stack id that the filter keeps. */
 static uint64_t site_ip(const struct stacks *s, uint64_t id)
 {
-	uint64_t first = id ? s->nodes[id].ip : 0;
-	for (size_t depth = 0; id && id < s->nnodes && depth < 1024; depth++) {
-		if (!s->skip || !s->skip(s->skip_ctx, s->nodes[id].ip))
-			return s->nodes[id].ip;
-		id = s->nodes[id].parent;
+	const struct node *nd = id ? node_at(s, id) : NULL;
+	uint64_t first = nd ? nd->ip : 0;
+	for (size_t depth = 0; id && (nd = node_at(s, id)) && depth < 1024;
+	     depth++) {
+		if (!s->skip || !s->skip(s->skip_ctx, nd->ip))
+			return nd->ip;
+		id = nd->parent;
 	}
 	return first;
 }
@@ -116,6 +131,7 @@ void stacks_destroy(struct stacks *s)
 	if (!s)
 		return;
 	bigmem_free(s->nodes, s->nnodes * sizeof(*s->nodes));
+	bigmem_free(s->joined, s->joined_cap * sizeof(*s->joined));
 	bigmem_free(s->slots, s->slots_cap * sizeof(*s->slots));
 	bigmem_free(s->sites, s->sites_cap * sizeof(*s->sites));
 	free(s->site_index);
@@ -146,6 +162,21 @@ int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip)
 	/* a redefinition keeps the slot: its events stay with it */
 	s->nodes[id].ip = ip;
 	s->nodes[id].parent = (uint32_t)parent;
+	return 0;
+}
+
+int stacks_join(struct stacks *s, uint64_t id, uint64_t native)
+{
+	const struct node *of = node_at(s, native);
+	if (id != STACKS_JOINED + s->njoined || !native || !of ||
+	    native >= STACKS_JOINED)
+		return hs_error("stack %llu cannot be joined as %llu",
+				(unsigned long long)native,
+				(unsigned long long)id);
+	if (reserve(&s->joined, &s->joined_cap, s->njoined,
+		    sizeof(*s->joined)))
+		return hs_error("out of memory");
+	s->joined[s->njoined++] = (struct node){ of->ip, of->parent, NO_SLOT };
 	return 0;
 }
 
@@ -184,11 +215,12 @@ static uint32_t site_of(struct stacks *s, uint64_t ip)
 
 uint32_t stacks_ref(struct stacks *s, uint64_t id)
 {
-	if (id >= s->nnodes) {
+	struct node *nd = node_at(s, id);
+	if (!nd) {
 		s->bad_refs++;
 		id = 0;
+		nd = &s->nodes[0];
 	}
-	struct node *nd = &s->nodes[id];
 	if (nd->slot != NO_SLOT)
 		return nd->slot;
 	if (reserve(&s->slots, &s->slots_cap, s->nslots, sizeof(*s->slots)))
@@ -370,7 +402,7 @@ static int rank_stacks(const struct stacks *s, uint32_t warmup,
 	for (size_t i = 0; i < s->nslots; i++) {
 		g[i].id = s->slots[i].id;
 		g[i].site_ip = s->by_site ? s->sites[s->slots[i].site].ip
-				: g[i].id ? s->nodes[g[i].id].ip : 0;
+				: g[i].id ? node_at(s, g[i].id)->ip : 0;
 		fill(s, &s->slots[i].acc, warmup, batches, &g[i]);
 	}
 	qsort(g, s->nslots, sizeof(*g), by_growth);
@@ -393,7 +425,7 @@ static int rank_sites(const struct stacks *s, uint32_t warmup,
 	if (!g || !count || !at)
 		goto oom;
 	for (size_t i = 0; i < nall; i++)
-		count[s->slots[s->nodes[all[i].id].slot].site]++;
+		count[s->slots[node_at(s, all[i].id)->slot].site]++;
 	for (size_t i = 0; i < s->nsites; i++) {
 		g[i].site_ip = s->sites[i].ip;
 		fill(s, &s->sites[i].acc, warmup, batches, &g[i]);
@@ -403,7 +435,7 @@ static int rank_sites(const struct stacks *s, uint32_t warmup,
 	}
 	/* the stacks arrive ranked, so each site's paths are ranked too */
 	for (size_t i = 0; i < nall; i++) {
-		size_t site = s->slots[s->nodes[all[i].id].slot].site;
+		size_t site = s->slots[node_at(s, all[i].id)->slot].site;
 		g[site].paths[at[site]++] = all[i];
 		g[site].npaths++;
 	}
@@ -458,9 +490,10 @@ size_t stacks_ips(const struct stacks *s, uint64_t id, uint64_t *ips,
 	size_t n = 0;
 	/* parents always have smaller ids in a sane trace; the bound also
 	 * ends a cycle in a corrupt one */
-	while (id && id < s->nnodes && n < max) {
-		ips[n++] = s->nodes[id].ip;
-		id = s->nodes[id].parent;
+	const struct node *nd;
+	while (id && (nd = node_at(s, id)) && n < max) {
+		ips[n++] = nd->ip;
+		id = nd->parent;
 	}
 	return n;
 }
@@ -469,9 +502,10 @@ size_t stacks_ids(const struct stacks *s, uint64_t id, uint64_t *ids,
 		  size_t max)
 {
 	size_t n = 0;
-	while (id && id < s->nnodes && n < max) {
+	const struct node *nd;
+	while (id && (nd = node_at(s, id)) && n < max) {
 		ids[n++] = id;
-		id = s->nodes[id].parent;
+		id = nd->parent;
 	}
 	return n;
 }

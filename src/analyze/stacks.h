@@ -68,6 +68,12 @@ void stacks_set_site_key(struct stacks *s, stacks_site_fn key, void *ctx);
 
 /* An HS_REC_STACK record; -1 (hs_error) for an id that cannot be one. */
 int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip);
+/* Stack id, new, with the frames of stack `native` (the joint of a
+ * native stack and its thread's Python frames, pyframes_join): ids from
+ * STACKS_JOINED on, out of the recorder's range, one after the other;
+ * -1 (hs_error) when id is not the next or native is no stack. */
+#define STACKS_JOINED (1ull << 32)
+int stacks_join(struct stacks *s, uint64_t id, uint64_t native);
 /* The accounting slot of an event's stack id, created on first use;
  * UINT32_MAX when out of memory.  Ids never defined count as the empty
  * stack (see stacks_bad_refs). */

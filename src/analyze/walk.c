@@ -5,7 +5,7 @@
 #include "base/error.h"
 #include "format/reader.h"
 
-#define EVENTS_AT_ONCE 256 /* decoded per reader_events call */
+
 
 /* Prefixes the last error with the trace's path (copied first: hs_error
  * cannot print its own message into itself). */
@@ -39,7 +39,7 @@ static void dispatch(const struct walk_sink *s, record_fn fn[256])
 int walk(const char *path, const struct walk_sink *s, void *ctx)
 {
 	struct hs_record rec;
-	struct hs_event ev[EVENTS_AT_ONCE];
+	struct hs_event ev[WALK_EVENTS_AT_ONCE];
 	struct walk_end end = { 0 };
 	record_fn fn[256];
 	int rc;
@@ -53,7 +53,7 @@ int walk(const char *path, const struct walk_sink *s, void *ctx)
 		goto failed;
 	for (;;) {
 		if (s->events) {
-			size_t n = reader_events(rd, ev, EVENTS_AT_ONCE);
+			size_t n = reader_events(rd, ev, WALK_EVENTS_AT_ONCE);
 			if (n) {
 				if (s->events(ctx, ev, n))
 					goto failed;

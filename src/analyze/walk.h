@@ -14,6 +14,8 @@ struct hs_record;
 /* Times are ns since the recording started: one past 2^62 ns (146 years)
  * comes from a corrupt trace. */
 #define WALK_TIME_MAX (1ull << 62)
+#define WALK_EVENTS_AT_ONCE 256 /* decoded per reader_events call: at most
+				 * this many per events() */
 
 enum walk_flags {
 	WALK_PREFETCH = 1 << 0,   /* decode chunks ahead on a thread */

@@ -315,6 +315,14 @@ static inline uint8_t *enc_py_stack(uint8_t *p, uint64_t id, uint64_t python)
 	return ext_end(payload, varint_put(varint_put(payload, id), python));
 }
 
+#define HS_PY_AT_MAX (1 + 3 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_py_at(uint8_t *p, uint64_t python)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_PY_AT);
+	return ext_end(payload, varint_put(payload, python));
+}
+
 /* A header under construction, in a caller-owned buffer. */
 struct hs_header_buf {
 	uint8_t *buf;

@@ -81,7 +81,8 @@ struct hs_record {
 	 * version's format); HS_EXT_PY_FRAME: id, parent, code, offset (of
 	 * the instruction, in 16-bit code units), flags (HS_PY_*);
 	 * HS_EXT_PY_STACK: id (the stack node), python (its innermost
-	 * Python frame node) */
+	 * Python frame node); HS_EXT_PY_AT: python (the thread's innermost
+	 * Python frame node from now on, 0: none) */
 	struct hs_py_info {
 		uint64_t code, version, first_line, offset, flags, python;
 		const char *name, *qualname;

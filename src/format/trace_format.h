@@ -71,7 +71,14 @@ enum hs_ext_type {
 	HS_EXT_PY_STACK = 8, /* a stack node that is a native stack with
 			      * Python frames: its STACK record copies the
 			      * native stack's innermost node, so a reader
-			      * that skips this sees the native stack */
+			      * that skips this sees the native stack (read;
+			      * the recorder writes HS_EXT_PY_AT now) */
+	/* 9, 10, 11: regions */
+	HS_EXT_PY_AT = 12, /* the Python frames the thread runs from now on:
+			    * its next stacks are native stacks (without
+			    * the interpreter frames the Python ones stand
+			    * for) under this Python frame node (0: none),
+			    * until the next HS_EXT_PY_AT of the thread */
 };
 
 /* HS_EXT_PY_FRAME flags. */

@@ -28,11 +28,6 @@
 #define HS_ENV_PYTHON "HEAPSLOPE_PYTHON" /* 1: Python frames in the stacks
 					  * of a CPython process; 0: not */
 #define HS_PYTHON_DEFAULT 1
-/* Python frames are joined to a stack at its innermost eval loop frame
- * when this many native frames or more lie inside it, else at its
- * innermost frame (events.c); the tests set it to 1 */
-#define HS_ENV_JOIN_INSIDE "HEAPSLOPE_JOIN_INSIDE"
-#define HS_JOIN_INSIDE_DEFAULT 24
 /* "1": record set PYTHONMALLOC=malloc for the program (it was unset), for
  * the trace header; believed only while PYTHONMALLOC is still "malloc" */
 #define HS_ENV_PYMALLOC "HEAPSLOPE_PYMALLOC"

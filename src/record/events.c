@@ -124,37 +124,49 @@ struct py_stack {
 	uint32_t codes[PY_DEPTH];
 };
 
-/* Lock held: the bytes the records of py's frames may take (0: none;
- * py->n is then 0). */
+/* Lock held: the bytes the records of py's frames may take: in a
+ * process that runs Python, every stack may need an HS_EXT_PY_AT, with
+ * frames or without (py NULL or py->n 0; py->n is set to 0 when the
+ * thread cannot have them). */
 static size_t py_bound(struct py_stack *py)
 {
-	if (!py || !py->n)
+	if (__builtin_expect(!python_on(), 1))
 		return 0;
+	if (!py || !py->n)
+		return HS_PY_AT_MAX;
 	py->common = stacks_py_common(py->f, py->n);
 	if (py->common < 0) {
 		py->n = 0;
-		return 0;
+		return HS_PY_AT_MAX;
 	}
 	int m = py->n - py->common;
 	return python_codes_need(py->f, m, py->codes) +
-	       (size_t)m * HS_PY_FRAME_MAX + STACK_REC_MAX + HS_PY_STACK_MAX;
+	       (size_t)m * HS_PY_FRAME_MAX + HS_PY_AT_MAX;
 }
 
-/* Lock held, room reserved (py_bound): the id of the stack ips[0..n)
- * with py's Python frames, if any. */
+/* Lock held, room reserved (py_bound): the id of the stack ips[0..n),
+ * trimmed when py has Python frames; in a process that runs Python, the
+ * HS_EXT_PY_AT that puts it under them (or under none). */
 static inline __attribute__((always_inline)) uint32_t
 stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
 	 uint8_t **pp, int *fresh)
 {
 	if (!py || !py->n || !n) {
 		uint32_t id = stacks_known(key);
-		return id ? id : stacks_intern(ips, n, key, 0, pp, fresh);
+		if (!id)
+			id = stacks_intern(ips, n, key, 0, pp, fresh);
+		if (__builtin_expect(python_on(), 0) && id)
+			*pp = stacks_py_at(0, *pp);
+		return id;
 	}
 	int m = py->n - py->common;
 	*pp = python_codes_put(py->f, m, py->codes, *pp);
 	uint32_t python = stacks_py_intern(py->f, py->codes, py->n,
 					   py->common, pp);
-	return stacks_intern(ips, n, key, python, pp, fresh);
+	uint32_t id = stacks_intern(ips, n, key, python != 0, pp, fresh);
+	if (id)
+		*pp = stacks_py_at(python, *pp);
+	return id;
 }
 
 /* Lock held: appends e with the stack ips[0..n) and the Python frames py

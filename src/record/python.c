@@ -67,12 +67,13 @@ static struct {
 	const void *code_type;   /* &PyCode_Type */
 	unsigned long version;   /* Py_Version */
 	const struct py_layout *L;
-	int on;                  /* frames are read */
 	int probed;              /* the first thread state was checked */
 	int said;
 	uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
 	uintptr_t interp_lo, interp_hi; /* the module it is in */
 } py;
+
+int python_active; /* frames are read (python_on) */
 
 /* Strings and line tables past these are cut (a line table cut short
  * leaves the lines past it unknown). */
@@ -156,12 +157,7 @@ void python_init(int on)
 		return;
 	}
 	find_eval();
-	__atomic_store_n(&py.on, 1, __ATOMIC_RELEASE);
-}
-
-int python_on(void)
-{
-	return __atomic_load_n(&py.on, __ATOMIC_RELAXED);
+	__atomic_store_n(&python_active, 1, __ATOMIC_RELEASE);
 }
 
 /* The first thread state found must be what the layout says it is: of
@@ -175,7 +171,7 @@ static int probe(const uint8_t *ts)
 		 AT(ts, L->ts_native_tid, unsigned long) ==
 			 (unsigned long)hs_tid();
 	if (!ok) {
-		__atomic_store_n(&py.on, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&python_active, 0, __ATOMIC_RELAXED);
 		say_once("its thread state is not laid out as expected");
 	}
 	__atomic_store_n(&py.probed, 1, __ATOMIC_RELEASE);

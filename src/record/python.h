@@ -25,8 +25,13 @@ struct py_raw {
  * runs, if any (Py_Version, _PyRuntime); on names capture on (settings:
  * `record --no-python` turns it off). */
 void python_init(int on);
-/* Whether this process runs an interpreter whose frames are read. */
-int python_on(void);
+/* Whether this process runs an interpreter whose frames are read
+ * (python.c's to set; every event asks). */
+extern int python_active;
+static inline int python_on(void)
+{
+	return __atomic_load_n(&python_active, __ATOMIC_RELAXED);
+}
 
 /* The calling thread's Python frames into f[0..PY_DEPTH), innermost
  * first; 0 when the thread never ran Python, the interpreter is

@@ -68,7 +68,6 @@ struct settings {
 	int follow;
 	int record_mmap;
 	int python;        /* Python frames are read (python.c) */
-	int join_inside;   /* HS_ENV_JOIN_INSIDE */
 	int pymalloc_set;  /* record set PYTHONMALLOC=malloc, still in force */
 	int mallinfo;      /* enum hs_mallinfo: when marks read mallinfo2 */
 	int glibc_heap;    /* glibc's malloc is underneath: mallinfo2 says

@@ -41,9 +41,6 @@ void settings_read(void)
 	s->follow = (int)env_long(HS_ENV_FOLLOW, HS_FOLLOW_DEFAULT, 0, 1);
 	s->record_mmap = (int)env_long(HS_ENV_MMAP, HS_MMAP_DEFAULT, 0, 1);
 	s->python = (int)env_long(HS_ENV_PYTHON, HS_PYTHON_DEFAULT, 0, 1);
-	s->join_inside = (int)env_long(HS_ENV_JOIN_INSIDE,
-				       HS_JOIN_INSIDE_DEFAULT, 0,
-				       HS_DEPTH_MAX + 1);
 	const char *pym = getenv("PYTHONMALLOC");
 	s->pymalloc_set = env_long(HS_ENV_PYMALLOC, 0, 0, 1) == 1 && pym &&
 			  !strcmp(pym, "malloc");

@@ -31,10 +31,11 @@
 #define PATHS 32
 #define ROOT_FRAMES 4 /* outermost frames that choose a path */
 
-/* A recent stack: a hash of its return addresses and Python stack. */
+/* A recent stack: a hash of its return addresses, and whether it was
+ * trimmed (stacks_intern). */
 struct leaf {
 	uint64_t hash;
-	uint32_t python, n, id;
+	uint32_t trimmed, n, id;
 };
 
 struct path {
@@ -62,6 +63,8 @@ static __thread struct {
 	struct path last; /* without a cache: the previous stack */
 	int done;         /* the thread is ending: no cache any more */
 	struct cache *cache;
+	uint32_t py_at;   /* 1 + the Python node of the thread's last
+			   * HS_EXT_PY_AT; 0: none written yet */
 } path HS_TLS;
 __thread struct stacks_keyed *stacks_keyed HS_TLS;
 
@@ -93,6 +96,7 @@ int stacks_create(void)
 int stacks_reset(void)
 {
 	path.last.n = 0;
+	path.py_at = 0;
 	/* zero pages again, resident as they are used */
 	if (path.cache &&
 	    madvise(path.cache, sizeof(struct cache), MADV_DONTNEED))
@@ -144,15 +148,8 @@ static uint32_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 			pa->n = 0;
 			return 0;
 		}
-		if (is_new && (ips[i] & STACKS_JOINT) && i + 1 < n) {
-			/* a joint node (stacks_intern): the native node it
-			 * is under again, and its Python stack */
-			*pp = enc_stack(*pp, id, i + 2 < n ? ids[i + 2] : 0,
-					ips[i + 1]);
-			*pp = enc_py_stack(*pp, id, ips[i] & ~STACKS_JOINT);
-		} else if (is_new) {
+		if (is_new)
 			*pp = enc_stack(*pp, id, parent, ips[i]);
-		}
 		if (is_new) {
 			hs_rec.counts[HS_COUNT_STACKS]++;
 			*fresh = 1;
@@ -257,46 +254,49 @@ uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 	return n ? ids[0] : 0;
 }
 
-/* Stack ips[0..n) with Python stack `python`: the stack without what the
- * Python frames stand for (python_trim), with the joint node in it where
- * the tree has it, interned. */
-static uint32_t intern_joint(struct cache *c, const uintptr_t *ips, int n,
-			     uint32_t python, uint8_t **pp, int *fresh)
+/* Stack ips[0..n) without what its Python frames stand for
+ * (python_trim), interned. */
+static uint32_t intern_trimmed(struct cache *c, const uintptr_t *ips, int n,
+			       uint8_t **pp, int *fresh)
 {
 	uintptr_t v[HS_DEPTH_MAX];
-	int eval, m = n < HS_DEPTH_MAX ? n : HS_DEPTH_MAX - 1;
-	memcpy(v + 1, ips, (size_t)m * sizeof(*v));
-	m = python_trim(v + 1, m, &eval);
-	int at = eval >= hs_settings.join_inside && eval < m ? eval : 0;
-	memmove(v, v + 1, (size_t)at * sizeof(*v));
-	v[at] = STACKS_JOINT | python;
-	return intern_path(c ? path_of(v, m + 1) : &path.last, v, m + 1, pp,
-			   fresh);
+	int eval;
+	memcpy(v, ips, (size_t)n * sizeof(*v));
+	int m = python_trim(v, n, &eval);
+	return intern_path(c ? path_of(v, m) : &path.last, v, m, pp, fresh);
+}
+
+uint8_t *stacks_py_at(uint32_t python, uint8_t *p)
+{
+	if (path.py_at == python + 1)
+		return p;
+	path.py_at = python + 1;
+	return enc_py_at(p, python);
 }
 
 uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       uint32_t python, uint8_t **pp, int *fresh)
+		       int trimmed, uint8_t **pp, int *fresh)
 {
 	struct cache *c = thread_cache();
 	if (!c)
-		return python ? intern_joint(NULL, ips, n, python, pp, fresh)
-			      : intern_path(&path.last, ips, n, pp, fresh);
+		return trimmed ? intern_trimmed(NULL, ips, n, pp, fresh)
+			       : intern_path(&path.last, ips, n, pp, fresh);
 	struct stacks_keyed *k = &c->keyed[key & (STACKS_KEYED - 1)];
-	if (key && k->key == key && k->python == python && k->id)
+	if (key && k->key == key && k->trimmed == (uint32_t)trimmed && k->id)
 		return k->id;
 	/* by the stack as captured: a hit costs no trim */
-	uint64_t h = stack_hash(ips, n) ^ (uint64_t)python * HASH_M;
+	uint64_t h = stack_hash(ips, n) ^ (uint64_t)trimmed * HASH_M;
 	struct leaf *l = &c->leaves[h & (LEAVES - 1)];
 	uint32_t id;
-	if (l->hash == h && l->n == (uint32_t)n && l->python == python &&
-	    l->id) {
+	if (l->hash == h && l->n == (uint32_t)n &&
+	    l->trimmed == (uint32_t)trimmed && l->id) {
 		id = l->id;
 	} else {
-		id = python ? intern_joint(c, ips, n, python, pp, fresh)
-			    : intern_path(path_of(ips, n), ips, n, pp, fresh);
-		*l = (struct leaf){ h, python, (uint32_t)n, id };
+		id = trimmed ? intern_trimmed(c, ips, n, pp, fresh)
+			     : intern_path(path_of(ips, n), ips, n, pp, fresh);
+		*l = (struct leaf){ h, (uint32_t)trimmed, (uint32_t)n, id };
 	}
 	if (key && id)
-		*k = (struct stacks_keyed){ key, python, id };
+		*k = (struct stacks_keyed){ key, (uint32_t)trimmed, id };
 	return id;
 }

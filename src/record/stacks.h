@@ -29,34 +29,29 @@ int stacks_py_common(const struct py_raw *f, int n);
 uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 			  int n, int common, uint8_t **pp);
 
-/* The id of the stack ips[0..n), innermost first, with the Python stack
- * `python` (a node of stacks_py_intern; 0: none), appending at *pp the
- * records of its nodes not seen before (*fresh set then).  key: the
- * unwinder's walk key for exactly these frames (unwind.h), 0 if none.
- * 0 when the table cannot grow (recording stops).
- *
- * With Python frames, the native stack leaves out what they stand for
- * (python_trim), and a joint node joins the two: a node keyed
- * STACKS_JOINT | python under a native node, written as a STACK record
- * that repeats that native node (same parent, same address: what a
- * reader that skips Python records sees) and HS_EXT_PY_STACK.  It goes
- * under the innermost frame, or under the innermost eval loop frame with
- * the frames inside it below it when they are hs_settings.join_inside or
- * more: stacks whose native part inside Python is long and ever new (a
- * dlopen running a library's static constructors under one `import`)
- * then share one joint node. */
+/* The id of the stack ips[0..n), innermost first, appending at *pp the
+ * records of its nodes not seen before (*fresh set then).  trimmed: the
+ * stack has Python frames, and leaves out the interpreter's frames they
+ * stand for (python_trim).  key: the unwinder's walk key for exactly
+ * these frames (unwind.h), 0 if none.  0 when the table cannot grow
+ * (recording stops). */
 uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       uint32_t python, uint8_t **pp, int *fresh);
-/* The key of a joint node in the native table: no return address has
- * bit 63 set. */
-#define STACKS_JOINT (1ull << 63)
+		       int trimmed, uint8_t **pp, int *fresh);
+
+/* Lock held: appends at p an HS_EXT_PY_AT record when the thread's next
+ * stack is under another Python node (stacks_py_intern; 0: none) than
+ * the thread's stacks were last said to be.  A reader keeps one Python
+ * node per thread: a native stack is joined to its thread's Python
+ * stack where it is read, not in the recorder's tree (which would keep a
+ * node for each pair: 800,000 for `import torch`).  Returns the end. */
+uint8_t *stacks_py_at(uint32_t python, uint8_t *p);
 
 /* The id of the stack the calling thread interned with this key before;
  * else 0 (stacks_intern then).  Inline, with its table: every allocation
  * asks.  An empty entry has key 0 and id 0. */
 struct stacks_keyed {
 	uint64_t key;
-	uint32_t python, id; /* python: the Python stack, 0 for none */
+	uint32_t trimmed, id; /* trimmed: as stacks_intern's */
 };
 #define STACKS_KEYED (1u << UNWIND_WALK_BITS) /* one per unwinder walk */
 extern __thread struct stacks_keyed *stacks_keyed HS_TLS; /* or NULL */
@@ -67,7 +62,7 @@ static inline uint32_t stacks_known(uint64_t key)
 	if (!k)
 		return 0;
 	k += key & (STACKS_KEYED - 1);
-	return k->key == key && !k->python ? k->id : 0;
+	return k->key == key && !k->trimmed ? k->id : 0;
 }
 
 #endif

@@ -1,0 +1,5 @@
+def keep(n):
+    return bytearray(n)
+
+
+kept = [keep(100000 + i) for i in range(3)]
