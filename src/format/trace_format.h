@@ -72,6 +72,13 @@ enum hs_ext_type {
 			      * Python frames: its STACK record copies the
 			      * native stack's innermost node, so a reader
 			      * that skips this sees the native stack */
+	HS_EXT_REGION_NAME = 9,   /* a region's name, once per id, before the
+				   * first REGION_BEGIN that uses it */
+	HS_EXT_REGION_BEGIN = 10, /* the writing thread opens region id
+				   * (heapslope_region_begin), inside the
+				   * ones it has open */
+	HS_EXT_REGION_END = 11,   /* the writing thread closes its innermost
+				   * open region (none open: ignored) */
 };
 
 /* HS_EXT_PY_FRAME flags. */
