@@ -604,7 +604,8 @@ static int row_stacks(struct regions *g, struct region_report *r,
 					  (uint32_t)r->batches, a->slot,
 					  &tmp[n++]);
 		}
-		qsort(tmp, n, sizeof(*tmp), stacks_growth_cmp);
+		if (n > 1)
+			qsort(tmp, n, sizeof(*tmp), stacks_growth_cmp);
 		/* only the growing ones */
 		size_t keep = 0;
 		while (keep < n && keep < top && tmp[keep].bytes_per_batch > 0)

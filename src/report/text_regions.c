@@ -78,13 +78,16 @@ void text_regions(FILE *o, const struct analysis *a,
 		fprintf(o, "\n  By path of nested regions, outermost first:\n");
 		rows(o, r->paths, r->npaths, 1, ro->utf8);
 	}
-	if (r->unmatched_ends || r->open_at_end || r->folded)
-		fprintf(o, "  (%" PRIu64 " region ends with none open, ignored; "
-			   "%" PRIu64 " regions open at the end; %" PRIu64
-			   " begins past %d nested regions or %d paths, "
-			   "folded into their parent)\n",
-			r->unmatched_ends, r->open_at_end, r->folded,
-			REGIONS_DEPTH_MAX, REGIONS_PATHS_MAX);
+	if (r->unmatched_ends)
+		fprintf(o, "  %" PRIu64 " region ends with none open: "
+			   "ignored\n", r->unmatched_ends);
+	if (r->open_at_end)
+		fprintf(o, "  %" PRIu64 " regions still open at the end\n",
+			r->open_at_end);
+	if (r->folded)
+		fprintf(o, "  %" PRIu64 " begins past %d nested regions or %d "
+			   "paths: counted in their parent\n",
+			r->folded, REGIONS_DEPTH_MAX, REGIONS_PATHS_MAX);
 	for (size_t i = 0; i < r->nnames; i++) {
 		const struct region_row *w = &r->names[i];
 		if (!w->nstacks)
