@@ -342,6 +342,8 @@ static int activate(struct regions *g)
 	if (!g->paths)
 		return hs_error("out of memory");
 	g->npaths = 1;
+	/* batches (time windows) may have closed before the first region */
+	g->batches = g->replay->batch;
 	if (replay_add_consumer(g->replay, &consumer, g))
 		return -1;
 	g->active = 1;

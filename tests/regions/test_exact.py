@@ -110,6 +110,16 @@ def test_exact():
             exact(s["bytes_per_batch"], 2048, "leaky: a stack's slope")
         check_eq(names["(outside any region)"]["stacks"], [],
                  "outside: no stacks")
+        # time windows, some closed before the first region record
+        tw = analyze(trace, "--batches", "time:200us")
+        check(tw["batches"]["count"] >= 2, "time windows: batches")
+        for i, b in enumerate(tw["batches"]["series"]):
+            check_eq(sum(r["live_bytes"] for r in b["regions"]),
+                     b["live_bytes"], f"window {i}: live bytes add up")
+        total = sum(w["bytes_per_batch"] for w in tw["regions"]["by_name"])
+        live = tw["growth"]["live_bytes_per_batch"]
+        check(abs(total - live) < 1e-6 * max(1, abs(live)),
+              f"time windows: rows add up to {total}, live slope {live}")
         text = analyze_run(trace).out.decode()
         check("Growth by region" in text and "step > leaky" in text,
               "text report: no 'Growth by region' section with paths:\n" +

@@ -219,8 +219,31 @@ static void test_skip(void)
 	world_finish(&w);
 }
 
+/* Batches (time windows) closed before the first region record: the
+ * rows' batches are the series'. */
+static void test_late(void)
+{
+	struct world w;
+	world_init(&w);
+	MALLOC(&w, 0x100, 8, 1);
+	CHECK(replay_batch_end(w.rp, 1, 0) == 0);
+	CHECK(replay_batch_end(w.rp, 2, 0) == 0);
+	BEGIN(&w, 0, 1);
+	MALLOC(&w, 0x200, 16, 1);
+	CHECK(replay_batch_end(w.rp, 3, 0) == 0);
+	struct region_report r;
+	report(&w, &r);
+	const struct region_row *n = row(r.names, r.nnames, "(region 1)");
+	const struct region_row *o = row(r.names, r.nnames, REGIONS_OUTSIDE);
+	CHECK(n->live[0] == 0 && n->live[1] == 0 && n->live[2] == 16);
+	CHECK(o->live[0] == 8 && o->live[2] == 8 && o->allocated[2] == 0);
+	regions_report_finish(&r);
+	world_finish(&w);
+}
+
 int main(void)
 {
+	test_late();
 	test_threads();
 	test_limits();
 	test_none();
