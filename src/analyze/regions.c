@@ -61,6 +61,7 @@ struct regions {
 	size_t naccs, acc_mask;
 	size_t batches; /* batch ends seen */
 	uint64_t unmatched, folded;
+	uint64_t left_open; /* by threads whose id another one took */
 };
 
 static size_t hash64(uint64_t v)
@@ -411,10 +412,32 @@ static int switch_thread(struct regions *g, uint64_t tid)
 	return 0;
 }
 
+/* A thread seen for the first time: a new thread that took the id of one
+ * that ended starts with no region open (the old one's still open count
+ * as open at the end). */
+static int new_thread(struct regions *g, uint64_t tid)
+{
+	struct thread *t;
+	if (!g->active)
+		return 0;
+	if (tid == g->tid) {
+		g->left_open += g->paths[g->path].depth + g->extra;
+		g->path = g->extra = 0;
+		return 0;
+	}
+	if (!(t = thread_of(g, tid)))
+		return -1;
+	g->left_open += g->paths[t->path].depth + t->extra;
+	t->path = t->extra = 0;
+	return 0;
+}
+
 int regions_record(struct regions *g, const struct hs_record *rec)
 {
 	if (rec->kind == HS_REC_SWITCH)
 		return switch_thread(g, rec->tid);
+	if (rec->kind == HS_REC_THREAD)
+		return new_thread(g, rec->tid);
 	if (rec->kind != HS_REC_EXT || rec->ext_type < HS_EXT_REGION_NAME ||
 	    rec->ext_type > HS_EXT_REGION_END)
 		return 0;
@@ -646,6 +669,7 @@ int regions_report(struct regions *g, const struct series *s,
 		return -1;
 	cur->path = g->path;
 	cur->extra = g->extra;
+	r->open_at_end = g->left_open;
 	for (size_t i = 0; g->threads && i <= g->thread_mask; i++)
 		if (g->threads[i].used)
 			r->open_at_end += g->paths[g->threads[i].path].depth +

@@ -52,7 +52,9 @@ struct region_report {
 	size_t nnames, npaths;            /* 0: the trace has no regions */
 	size_t batches;
 	uint64_t unmatched_ends; /* ends with no region open: ignored */
-	uint64_t open_at_end;    /* regions still open when the trace ends */
+	uint64_t open_at_end;    /* regions still open when the trace ends
+				  * (or when another thread took the id of
+				  * the thread that had them open) */
 	uint64_t folded;         /* begins folded into their parent */
 };
 
@@ -62,8 +64,8 @@ struct regions;
  * region record; NULL (hs_error) when out of memory. */
 struct regions *regions_create(struct replay *r, struct stacks *s);
 void regions_destroy(struct regions *g);
-/* A record of the walk: switches of thread and the region records, the
- * others ignored; -1 (hs_error) out of memory. */
+/* A record of the walk: new threads, switches of thread and the region
+ * records, the others ignored; -1 (hs_error) out of memory. */
 int regions_record(struct regions *g, const struct hs_record *rec);
 /* The current batch's counts start again here (replay_batch_skip). */
 void regions_batch_skip(struct regions *g);

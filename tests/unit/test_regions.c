@@ -241,8 +241,29 @@ static void test_late(void)
 	world_finish(&w);
 }
 
+/* A new thread with the id of one that ended with a region open starts
+ * with none. */
+static void test_tid_reuse(void)
+{
+	struct world w;
+	world_init(&w);
+	SWITCH(&w, 5);
+	BEGIN(&w, 5, 1);
+	SWITCH(&w, 6);
+	CHECK(record(&w, HS_REC_THREAD, 0, 5, 0, NULL) == 0);
+	SWITCH(&w, 5);
+	MALLOC(&w, 0x100, 8, 1);
+	struct region_report r;
+	report(&w, &r);
+	CHECK(r.open_at_end == 1);
+	CHECK(row(r.names, r.nnames, REGIONS_OUTSIDE)->leaked_bytes == 8);
+	regions_report_finish(&r);
+	world_finish(&w);
+}
+
 int main(void)
 {
+	test_tid_reuse();
 	test_late();
 	test_threads();
 	test_limits();
