@@ -3,7 +3,8 @@
 #include <string.h>
 
 #define INDEX_SIZE 8192           /* twice REGIONS_MAX, a power of two */
-#define POOL_SIZE (256u * 1024)   /* the names' bytes */
+/* the names' bytes: never full before the ids run out */
+#define POOL_SIZE (REGIONS_MAX * REGIONS_NAME_MAX)
 
 static const char other[] = "(other regions)";
 

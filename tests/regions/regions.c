@@ -11,10 +11,12 @@
  * The region name "leaky" grows 4 KiB a batch, "cache" 1 KiB, "stable"
  * nothing.  One region end with none open, at the start.
  *
- *   regions [BATCHES] [--no-regions]
+ *   regions [BATCHES] [--no-regions] [--names N]
  * --no-regions makes the same allocations without calling the region
- * API: the trace must count the same events. */
+ * API: the trace must count the same events.  --names N first opens and
+ * closes N regions of distinct names, n0, n1, ... */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,11 +71,20 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t th;
+	int names = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--no-regions"))
 			regions = 0;
+		else if (!strcmp(argv[i], "--names") && i + 1 < argc)
+			names = atoi(argv[++i]);
 		else
 			batches = atoi(argv[i]);
+	}
+	for (int i = 0; i < names; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "n%d", i);
+		begin(name);
+		end();
 	}
 	void **cache = calloc((size_t)batches, sizeof(*cache));
 	end(); /* none open: ignored */

@@ -12,9 +12,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "analyze"))
 
-from analyze_common import (analyze, analyze_run, check, check_eq,  # noqa: E402
-                            dump_stats, functions, main, record, tmpdir,
-                            validate_report)
+from analyze_common import (HEAPSLOPE, analyze, analyze_run,  # noqa: E402
+                            check, check_eq, dump_stats, functions, main,
+                            record, run, tmpdir, validate_report)
 
 VICTIM = os.path.join(os.environ.get("HEAPSLOPE_PROGRAMS", ""), "regions")
 BATCHES = 20
@@ -143,5 +143,30 @@ def test_counts():
         check("regions" not in rb, "a report without regions has none")
 
 
+def test_many_names():
+    """Past 4095 distinct names, the others share "(other regions)";
+    past 1024 paths, begins are folded into their parent."""
+    with tmpdir() as d:
+        trace = recorded(d, "--names", "5000")
+        r = run([HEAPSLOPE, "dump", trace])
+        check_eq(r.rc, 0, "dump")
+        names = [line for line in r.out.decode().splitlines()
+                 if " region-name " in line]
+        check_eq(len(names), 4096, "region-name records")
+        check('name="(other regions)"' in names[-1],
+              f"the last name: {names[-1]}")
+        rep = analyze(trace)
+        g = rep["regions"]
+        # 1023 paths besides the outside one, then every begin is folded:
+        # the other names, and 6 a batch (3 on each thread)
+        check_eq(g["folded_begins"], 5000 - 1023 + 6 * BATCHES,
+                 "folded begins")
+        check_eq(len(g["by_path"]), 1024, "paths")
+        by = {w["name"]: w for w in g["by_name"]}
+        check("leaky" not in by, "leaky's paths came after the 1024th")
+        exact(by["(outside any region)"]["bytes_per_batch"], 4096 + 1024 + 512,
+              "outside: the folded regions' growth")
+
+
 if __name__ == "__main__":
-    main([test_exact, test_counts])
+    main([test_exact, test_counts, test_many_names])
