@@ -30,18 +30,20 @@ struct thread {
 	int used;
 };
 
-/* A live block allocated inside a region */
+/* A live block allocated inside a region, and its stack's accumulator
+ * there (an index into accs) */
 struct tag {
 	uint64_t addr; /* 0: empty */
-	uint32_t path;
+	uint32_t path, acc;
 };
 
-/* A stack's bytes inside a path (key) or a name (NAME_KEY | name) */
+/* A stack's bytes inside a path (key) or a name (NAME_KEY | name); a
+ * path's has its name's (name_acc) */
 struct acc {
-	uint32_t key, slot;
-	int used;
+	uint32_t key, slot, name_acc;
 	struct stacks_acc acc;
 };
+#define NO_ACC UINT32_MAX
 
 struct regions {
 	struct replay *replay;
@@ -57,8 +59,11 @@ struct regions {
 	uint32_t path, extra;   /* ... and its regions */
 	struct tag *tags;
 	size_t ntags, tag_mask;
-	struct acc *accs;
-	size_t naccs, acc_mask;
+	struct acc *accs;     /* in the order made: indexes stay */
+	size_t naccs, accs_cap;
+	uint32_t *acc_index;  /* open addressing: index + 1, 0 empty */
+	size_t acc_mask;
+	uint32_t last_acc;    /* the latest block's, often the next's */
 	size_t batches; /* batch ends seen */
 	uint64_t unmatched, folded;
 	uint64_t left_open; /* by threads whose id another one took */
@@ -132,7 +137,8 @@ static int tags_grow(struct regions *g)
 	return 0;
 }
 
-static int tag_put(struct regions *g, uint64_t addr, uint32_t path)
+static int tag_put(struct regions *g, uint64_t addr, uint32_t path,
+		   uint32_t acc)
 {
 	if ((g->ntags + 1) * 2 > g->tag_mask + 1 || !g->tags)
 		if (tags_grow(g))
@@ -141,20 +147,20 @@ static int tag_put(struct regions *g, uint64_t addr, uint32_t path)
 	while (g->tags[h].addr && g->tags[h].addr != addr)
 		h = (h + 1) & g->tag_mask;
 	g->ntags += !g->tags[h].addr;
-	g->tags[h] = (struct tag){ addr, path };
+	g->tags[h] = (struct tag){ addr, path, acc };
 	return 0;
 }
 
-/* The path of the block at addr, which goes; 0: none (outside). */
-static uint32_t tag_take(struct regions *g, uint64_t addr)
+/* The tag of the block at addr, which goes; path 0: none (outside). */
+static struct tag tag_take(struct regions *g, uint64_t addr)
 {
 	size_t h = tag_hash(addr, g->tag_mask), m = g->tag_mask;
 	while (g->tags[h].addr != addr) {
 		if (!g->tags[h].addr)
-			return 0;
+			return (struct tag){ 0, 0, 0 };
 		h = (h + 1) & m;
 	}
-	uint32_t path = g->tags[h].path;
+	struct tag tag = g->tags[h];
 	/* shift the rest of the probe run back over the hole */
 	for (size_t j = (h + 1) & m; g->tags[j].addr; j = (j + 1) & m) {
 		size_t home = tag_hash(g->tags[j].addr, m);
@@ -165,7 +171,7 @@ static uint32_t tag_take(struct regions *g, uint64_t addr)
 	}
 	g->tags[h].addr = 0;
 	g->ntags--;
-	return path;
+	return tag;
 }
 
 static size_t acc_hash(uint32_t key, uint32_t slot, size_t mask)
@@ -173,45 +179,62 @@ static size_t acc_hash(uint32_t key, uint32_t slot, size_t mask)
 	return hash64((uint64_t)key << 32 | slot) & mask;
 }
 
-static int accs_grow(struct regions *g)
+static int acc_index_grow(struct regions *g)
 {
-	size_t cap = g->accs ? (g->acc_mask + 1) * 2 : 256;
-	struct acc *t = calloc(cap, sizeof(*t));
+	size_t cap = g->acc_index ? (g->acc_mask + 1) * 2 : 256;
+	uint32_t *t = calloc(cap, sizeof(*t));
 	if (!t)
 		return hs_error("out of memory");
-	for (size_t i = 0; g->accs && i <= g->acc_mask; i++) {
-		if (!g->accs[i].used)
-			continue;
+	for (size_t i = 0; i < g->naccs; i++) {
 		size_t h = acc_hash(g->accs[i].key, g->accs[i].slot, cap - 1);
-		while (t[h].used)
+		while (t[h])
 			h = (h + 1) & (cap - 1);
-		t[h] = g->accs[i];
+		t[h] = (uint32_t)i + 1;
 	}
-	free(g->accs);
-	g->accs = t;
+	free(g->acc_index);
+	g->acc_index = t;
 	g->acc_mask = cap - 1;
 	return 0;
 }
 
-static struct stacks_acc *acc_of(struct regions *g, uint32_t key,
-				 uint32_t slot)
+/* The accumulator of slot's stack in key, made on first use (a path's
+ * with its name's); NO_ACC when out of memory. */
+static uint32_t acc_of(struct regions *g, uint32_t key, uint32_t slot)
 {
-	if ((g->naccs + 1) * 2 > g->acc_mask + 1 || !g->accs)
-		if (accs_grow(g))
-			return NULL;
+	if ((g->naccs + 1) * 2 > g->acc_mask + 1 || !g->acc_index)
+		if (acc_index_grow(g))
+			return NO_ACC;
 	size_t h = acc_hash(key, slot, g->acc_mask);
-	while (g->accs[h].used &&
-	       (g->accs[h].key != key || g->accs[h].slot != slot))
-		h = (h + 1) & g->acc_mask;
-	struct acc *a = &g->accs[h];
-	if (!a->used) {
-		memset(a, 0, sizeof(*a));
-		a->used = 1;
-		a->key = key;
-		a->slot = slot;
-		g->naccs++;
+	for (uint32_t i; (i = g->acc_index[h]); h = (h + 1) & g->acc_mask)
+		if (g->accs[i - 1].key == key && g->accs[i - 1].slot == slot)
+			return i - 1;
+	uint32_t name_acc = NO_ACC;
+	if (!(key & NAME_KEY)) {
+		name_acc = acc_of(g, NAME_KEY | g->paths[key].name, slot);
+		if (name_acc == NO_ACC)
+			return NO_ACC;
+		/* that one may have grown the index */
+		h = acc_hash(key, slot, g->acc_mask);
+		while (g->acc_index[h])
+			h = (h + 1) & g->acc_mask;
 	}
-	return &a->acc;
+	if (g->naccs == g->accs_cap) {
+		size_t cap = g->accs_cap ? g->accs_cap * 2 : 64;
+		struct acc *v = realloc(g->accs, cap * sizeof(*v));
+		if (!v) {
+			hs_error("out of memory");
+			return NO_ACC;
+		}
+		g->accs = v;
+		g->accs_cap = cap;
+	}
+	struct acc *a = &g->accs[g->naccs];
+	memset(a, 0, sizeof(*a));
+	a->key = key;
+	a->slot = slot;
+	a->name_acc = name_acc;
+	g->acc_index[h] = (uint32_t)++g->naccs;
+	return (uint32_t)g->naccs - 1;
 }
 
 /* ---- the replay's consumer ---- */
@@ -228,13 +251,16 @@ static int block_add(void *ctx, const struct replay_block *b,
 	p->blocks++;
 	p->allocated += b->size;
 	p->allocations += is_alloc;
-	struct stacks_acc *ap = acc_of(g, g->path, b->slot);
-	struct stacks_acc *an = ap ? acc_of(g, NAME_KEY | p->name, b->slot)
-				   : NULL;
-	if (!an || tag_put(g, b->addr, g->path))
+	uint32_t i = g->last_acc;
+	if (i >= g->naccs || g->accs[i].key != g->path ||
+	    g->accs[i].slot != b->slot)
+		i = g->last_acc = acc_of(g, g->path, b->slot);
+	if (i == NO_ACC || tag_put(g, b->addr, g->path, i))
 		return hs_error("out of memory");
-	stacks_acc_add(g->stacks, ap, b->size, b->batch, is_alloc);
-	stacks_acc_add(g->stacks, an, b->size, b->batch, is_alloc);
+	struct acc *a = &g->accs[i];
+	stacks_acc_add(g->stacks, &a->acc, b->size, b->batch, is_alloc);
+	stacks_acc_add(g->stacks, &g->accs[a->name_acc].acc, b->size,
+		       b->batch, is_alloc);
 	return 0;
 }
 
@@ -243,20 +269,17 @@ static void block_drop(void *ctx, const struct replay_block *b,
 {
 	struct regions *g = ctx;
 	(void)why;
-	uint32_t id;
-	if (!g->ntags || !(id = tag_take(g, b->addr)))
+	if (!g->ntags)
 		return;
-	struct path *p = &g->paths[id];
+	struct tag t = tag_take(g, b->addr);
+	if (!t.path)
+		return;
+	struct path *p = &g->paths[t.path];
 	p->live -= b->size;
 	p->blocks--;
-	/* found when the block was added: only out of memory could lose
-	 * them, which stopped the replay */
-	struct stacks_acc *ap = acc_of(g, id, b->slot);
-	struct stacks_acc *an = acc_of(g, NAME_KEY | p->name, b->slot);
-	if (ap)
-		stacks_acc_sub(g->stacks, ap, b->size, batch);
-	if (an)
-		stacks_acc_sub(g->stacks, an, b->size, batch);
+	struct acc *a = &g->accs[t.acc];
+	stacks_acc_sub(g->stacks, &a->acc, b->size, batch);
+	stacks_acc_sub(g->stacks, &g->accs[a->name_acc].acc, b->size, batch);
 }
 
 /* Appends v at batch k of a path's series (zeros before its first). */
@@ -330,6 +353,7 @@ void regions_destroy(struct regions *g)
 	free(g->threads);
 	free(g->tags);
 	free(g->accs);
+	free(g->acc_index);
 	free(g);
 }
 
@@ -610,9 +634,9 @@ static int row_stacks(struct regions *g, struct region_report *r,
 			continue;
 		uint32_t key = pass < r->npaths ? w->id : NAME_KEY | w->id;
 		size_t n = 0;
-		for (size_t i = 0; i <= g->acc_mask && g->accs; i++) {
+		for (size_t i = 0; i < g->naccs; i++) {
 			struct acc *a = &g->accs[i];
-			if (!a->used || a->key != key)
+			if (a->key != key)
 				continue;
 			if (n == cap) {
 				size_t c = cap ? cap * 2 : 64;

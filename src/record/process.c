@@ -185,6 +185,7 @@ EXPORT void heapslope_mark(const char *label)
 	mark(HS_MARK_LABEL, label);
 }
 
+/* ---- regions (heapslope.h) ---- */
 
 static void region(const char *name)
 {
