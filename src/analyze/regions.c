@@ -53,6 +53,8 @@ struct regions {
 	size_t nnames;
 	struct path *paths; /* [0]: outside any region */
 	size_t npaths;
+	/* open addressing over (parent, name): path id, 0 empty */
+	uint16_t path_index[2 * REGIONS_PATHS_MAX];
 	struct thread *threads;
 	size_t nthreads, thread_mask;
 	uint64_t tid;           /* the current thread */
@@ -403,10 +405,11 @@ static int name_record(struct regions *g, const struct hs_record *rec)
  * 0 when there is no room for it. */
 static uint32_t path_of(struct regions *g, uint32_t parent, uint32_t name)
 {
-	/* few paths, each looked up at a begin: a scan of them will do */
-	for (size_t i = 1; i < g->npaths; i++)
+	const size_t m = 2 * REGIONS_PATHS_MAX - 1;
+	size_t h = hash64((uint64_t)parent << 32 | name) & m;
+	for (uint16_t i; (i = g->path_index[h]); h = (h + 1) & m)
 		if (g->paths[i].parent == parent && g->paths[i].name == name)
-			return (uint32_t)i;
+			return i;
 	if (g->npaths == REGIONS_PATHS_MAX ||
 	    g->paths[parent].depth == REGIONS_DEPTH_MAX)
 		return 0;
@@ -414,6 +417,7 @@ static uint32_t path_of(struct regions *g, uint32_t parent, uint32_t name)
 	*p = (struct path){ .parent = parent, .name = name,
 			    .depth = g->paths[parent].depth + 1,
 			    .first = g->batches };
+	g->path_index[h] = (uint16_t)g->npaths;
 	return (uint32_t)g->npaths++;
 }
 
