@@ -10,6 +10,9 @@
 
 #define NAME_WIDTH_MAX 40
 #define STACKS_SHOWN 3 /* per region */
+#define SERIES_ROWS 24 /* batches in the per-batch table, at most */
+#define SERIES_COLUMNS 4 /* regions in it */
+#define CELL 21
 
 /* A path row's names, outermost first: "step > eval". */
 static const char *path_text(const struct region_row *w, char *buf,
@@ -59,6 +62,44 @@ static void rows(FILE *o, const struct region_row *v, size_t n, int by_path,
 	}
 }
 
+/* The top regions' bytes at each batch end, and allocated within it: the
+ * phases of a step side by side (every k-th batch past SERIES_ROWS). */
+static void per_batch(FILE *o, const struct region_report *r)
+{
+	size_t n = r->batches, cols = 0, step = (n + SERIES_ROWS - 1) /
+						  SERIES_ROWS;
+	const struct region_row *v[SERIES_COLUMNS];
+	char name[CELL + 1], b1[32], b2[32], cell[80];
+	for (size_t i = 0; i < r->nnames && cols < SERIES_COLUMNS; i++)
+		if (r->names[i].allocated_bytes || r->names[i].leaked_bytes ||
+		    r->names[i].live_bytes_at_end)
+			v[cols++] = &r->names[i];
+	if (!n || !cols)
+		return;
+	fprintf(o, "\n  Per batch: live at its end / allocated in it%s\n",
+		step > 1 ? " (every few batches)" : "");
+	fprintf(o, "  %6s", "batch");
+	for (size_t c = 0; c < cols; c++) {
+		snprintf(name, sizeof(name), "%s", v[c]->name);
+		fprintf(o, "  %*s", CELL, name);
+	}
+	fputc('\n', o);
+	for (size_t k = 0; k < n; k += step) {
+		if (k + step >= n)
+			k = n - 1; /* the last batch, always */
+		fprintf(o, "  %6zu", k);
+		for (size_t c = 0; c < cols; c++) {
+			snprintf(cell, sizeof(cell), "%s / %s",
+				 words_bytes((double)v[c]->live[k], b1,
+					     sizeof(b1)),
+				 words_bytes((double)v[c]->allocated[k], b2,
+					     sizeof(b2)));
+			fprintf(o, "  %*s", CELL, cell);
+		}
+		fputc('\n', o);
+	}
+}
+
 void text_regions(FILE *o, const struct analysis *a,
 		  const struct report_opts *ro)
 {
@@ -88,6 +129,7 @@ void text_regions(FILE *o, const struct analysis *a,
 		fprintf(o, "  %" PRIu64 " begins past %d nested regions or %d "
 			   "paths: counted in their parent\n",
 			r->folded, REGIONS_DEPTH_MAX, REGIONS_PATHS_MAX);
+	per_batch(o, r);
 	for (size_t i = 0; i < r->nnames; i++) {
 		const struct region_row *w = &r->names[i];
 		if (!w->nstacks)

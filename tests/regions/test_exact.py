@@ -124,6 +124,9 @@ def test_exact():
         check("Growth by region" in text and "step > leaky" in text,
               "text report: no 'Growth by region' section with paths:\n" +
               text)
+        check("80.0 KiB / 4.0 KiB" in text,
+              "text report: no per-batch line of leaky's last batch:\n" +
+              text)
 
 
 def test_counts():
