@@ -41,6 +41,7 @@ struct pass {
 	struct stacks *map_stacks; /* with HS_OPT_MAPS */
 	struct maps *maps;
 	struct pyframes *py;       /* unless --python-frames=native */
+	struct regions *regions;   /* the blocks' regions (regions.h) */
 };
 
 static void pass_finish(struct pass *p)
@@ -52,6 +53,8 @@ static void pass_finish(struct pass *p)
 	maps_destroy(p->maps);
 	stacks_destroy(p->map_stacks);
 	pyframes_destroy(p->py);
+	regions_destroy(p->regions);
+	p->regions = NULL;
 	p->py = NULL;
 	p->maps = NULL;
 	p->map_stacks = NULL;
@@ -130,7 +133,8 @@ static int on_header(void *ctx, const struct hs_header *h)
 	p->heap = heapmap_create(h->page_size, a->heap_start, a->glibc);
 	p->replay = p->stacks && p->heap ? replay_create(p->stacks) : NULL;
 	p->symbols = symbols_create(o->debuginfo_path);
-	if (!p->replay || !p->symbols)
+	if (!p->replay || !p->symbols ||
+	    !(p->regions = regions_create(p->replay, p->stacks)))
 		return -1;
 	stacks_set_site_filter(p->stacks, symbols_in_runtime, p->symbols);
 	if (o->python_frames != PYFRAMES_NATIVE) {
@@ -222,6 +226,13 @@ static int on_event(void *ctx, const struct hs_record *rec)
 	return joined(p, &r.stack) || replay_event(p->replay, &r);
 }
 
+/* The current batch's counts start again, without closing it. */
+static void batch_skip(struct pass *p)
+{
+	replay_batch_skip(p->replay);
+	regions_batch_skip(p->regions);
+}
+
 /* With time windows: closes those that end at or before now. */
 static int on_time(void *ctx, uint64_t now)
 {
@@ -232,7 +243,7 @@ static int on_time(void *ctx, uint64_t now)
 		/* the first window's counts start at --from */
 		p->started = 1;
 		if (p->a->range.from_ns)
-			replay_batch_skip(p->replay);
+			batch_skip(p);
 	}
 	if (p->src != BATCHES_TIME || now < p->boundary || p->boundary > until)
 		return 0;
@@ -300,7 +311,7 @@ static int on_mark(void *ctx, const struct hs_record *rec)
 	if (p->src != BATCHES_MARKER)
 		return 0;
 	if (k < rg->from_batch || p->now < rg->from_ns) {
-		replay_batch_skip(p->replay); /* before the range */
+		batch_skip(p); /* before the range */
 		return 0;
 	}
 	if (k >= rg->until_batch || p->now > rg->until_ns)
@@ -341,14 +352,17 @@ static int on_stop(void *ctx, const struct hs_record *rec)
 	return 0;
 }
 
-/* The other records: the unloading of modules; extension records:
- * mappings, and the process began to exit. */
+/* The other records: the unloading of modules, switches of thread;
+ * extension records: mappings, regions, and the process began to
+ * exit. */
 static int on_record(void *ctx, const struct hs_record *rec)
 {
 	struct pass *p = ctx;
 	struct analysis *a = p->a;
 	if (rec->kind == HS_REC_MODULE_GONE)
 		symbols_module_gone(p->symbols, rec->base);
+	if (regions_record(p->regions, rec))
+		return -1;
 	if (rec->kind == HS_REC_SWITCH && p->py)
 		return pyframes_thread(p->py, rec->tid);
 	if (rec->kind != HS_REC_EXT)
@@ -685,6 +699,20 @@ static int add_frames(const struct analysis *a, struct stack_growth *g,
 				  &g->frames, &g->nframes, &cap);
 }
 
+/* The frames of the stacks of each region's row. */
+static int regions_frames(const struct analysis *a)
+{
+	const struct region_report *r = &a->regions;
+	for (size_t i = 0; i < r->npaths + r->nnames; i++) {
+		struct region_row *w = i < r->npaths ? &r->paths[i]
+						     : &r->names[i - r->npaths];
+		for (size_t j = 0; j < w->nstacks; j++)
+			if (add_frames(a, &w->stacks[j], 0))
+				return -1;
+	}
+	return 0;
+}
+
 /* The frames of what the reports show: the top stacks (or sites and
  * their top paths) and the top pinning stacks. */
 static int symbolize(struct analysis *a, size_t top)
@@ -702,6 +730,8 @@ static int symbolize(struct analysis *a, size_t top)
 	for (size_t i = 0; i < a->maps_shown; i++)
 		if (add_frames(a, &a->map_ranked[i], 0))
 			return -1;
+	if (regions_frames(a))
+		return -1;
 	a->pins_shown = a->npins < top ? a->npins : top;
 	for (size_t i = 0; i < a->pins_shown; i++) {
 		struct pin_group *g = &a->pins[i];
@@ -822,6 +852,11 @@ struct analysis *analysis_create(const char *path,
 	a->warmup = o->warmup < 0 ? regress_auto_warmup(batches)
 				  : (size_t)o->warmup;
 	growth_fit(&a->growth, &a->series, a->warmup, a->glibc);
+	if (regions_report(p.regions, &a->series, &a->totals, a->warmup,
+			   o->top < REGIONS_STACKS_MAX ? o->top
+						       : REGIONS_STACKS_MAX,
+			   &a->regions))
+		goto fail;
 	if (copy_pins(a, &p) || rank(a, 0) || rank_maps(a, &p, o->top))
 		goto fail;
 	decide(a);
@@ -844,6 +879,7 @@ void analysis_destroy(struct analysis *a)
 		recording_trace_finish(&a->recording[i]);
 	free(a->recording);
 	stacks_growth_free(a->map_ranked, a->nmap_ranked);
+	regions_report_finish(&a->regions);
 	for (size_t i = 0; i < a->maps_shown && a->map_info; i++)
 		free(a->map_info[i].path);
 	free(a->map_info);

@@ -11,6 +11,7 @@
 #include "growth.h"
 #include "maps.h"
 #include "range.h"
+#include "regions.h"
 #include "regress.h"
 #include "replay.h"
 #include "series.h"
@@ -132,6 +133,8 @@ struct analysis {
 		unsigned kind; /* enum hs_map_kind */
 		char *path;    /* NULL: none */
 	} *map_info;
+	/* growth by region (regions.h): no rows without region records */
+	struct region_report regions;
 	struct stacks *stacks;   /* every stack: see analysis_frames */
 	struct symbols *symbols; /* owns the frames' module names */
 	struct pyframes *py;     /* the Python frames, NULL with

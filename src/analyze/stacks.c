@@ -393,6 +393,39 @@ static int by_growth(const void *pa, const void *pb)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
+void stacks_acc_add(const struct stacks *s, struct stacks_acc *a,
+		    uint64_t size, uint32_t batch, int is_alloc)
+{
+	flush(a, batch, s->from);
+	a->live += size;
+	a->blocks++;
+	a->allocations += is_alloc != 0;
+}
+
+void stacks_acc_sub(const struct stacks *s, struct stacks_acc *a,
+		    uint64_t size, uint32_t batch)
+{
+	flush(a, batch, s->from);
+	a->live -= size;
+	a->blocks--;
+}
+
+void stacks_acc_growth(const struct stacks *s, struct stacks_acc *a,
+		       uint32_t warmup, uint32_t batches, uint32_t slot,
+		       struct stack_growth *g)
+{
+	flush(a, batches, s->from);
+	memset(g, 0, sizeof(*g));
+	g->id = s->slots[slot].id;
+	g->site_ip = g->id ? node_at(s, g->id)->ip : 0;
+	fill(s, a, warmup, batches, g);
+}
+
+int stacks_growth_cmp(const void *a, const void *b)
+{
+	return by_growth(a, b);
+}
+
 static int rank_stacks(const struct stacks *s, uint32_t warmup,
 		       uint32_t batches, struct stack_growth **out, size_t *n)
 {

@@ -107,6 +107,20 @@ int stacks_rank(const struct stacks *s, uint32_t warmup, uint32_t batches,
 		int by_site, struct stack_growth **out, size_t *n);
 void stacks_growth_free(struct stack_growth *g, size_t n);
 
+/* Accumulators of the caller's own, kept like a slot's (regions.c: a
+ * stack's bytes within one region): +size (is_alloc: a new block) or
+ * -size during batch `batch`; then, after `batches` marks, the growth of
+ * slot's stack from them, as stacks_rank fills it. */
+void stacks_acc_add(const struct stacks *s, struct stacks_acc *a,
+		    uint64_t size, uint32_t batch, int is_alloc);
+void stacks_acc_sub(const struct stacks *s, struct stacks_acc *a,
+		    uint64_t size, uint32_t batch);
+void stacks_acc_growth(const struct stacks *s, struct stacks_acc *a,
+		       uint32_t warmup, uint32_t batches, uint32_t slot,
+		       struct stack_growth *g);
+/* stacks_rank's order, for qsort. */
+int stacks_growth_cmp(const void *a, const void *b);
+
 /* Return addresses of stack id, innermost first; returns how many
  * (at most max). */
 size_t stacks_ips(const struct stacks *s, uint64_t id, uint64_t *ips,

@@ -323,6 +323,31 @@ static inline uint8_t *enc_py_at(uint8_t *p, uint64_t python)
 	return ext_end(payload, varint_put(payload, python));
 }
 
+/* Regions (heapslope_region_begin/end): a name, once per id, then the
+ * thread's begins and ends, each with its absolute time. */
+#define HS_REGION_NAME_MAX(n) (1 + 4 * HS_VARINT_MAX + (n))
+
+static inline uint8_t *enc_region_name(uint8_t *p, uint64_t id,
+				       const char *name, size_t n)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_REGION_NAME);
+	return ext_end(payload, enc_str(varint_put(payload, id), name, n));
+}
+
+#define HS_REGION_MAX (1 + 4 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_region_begin(uint8_t *p, uint64_t t, uint64_t id)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_REGION_BEGIN);
+	return ext_end(payload, varint_put(varint_put(payload, t), id));
+}
+
+static inline uint8_t *enc_region_end(uint8_t *p, uint64_t t)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_REGION_END);
+	return ext_end(payload, varint_put(payload, t));
+}
+
 /* A header under construction, in a caller-owned buffer. */
 struct hs_header_buf {
 	uint8_t *buf;

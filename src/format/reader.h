@@ -68,7 +68,9 @@ struct hs_record {
 	size_t ext_len;
 	/* HS_EXT_MAP, HS_EXT_REMAP: ptr is the address, size the length;
 	 * HS_EXT_REMAP: old_ptr and map.old_size the old mapping;
-	 * HS_EXT_EXITING: time_ns; HS_EXT_PROTECT: ptr, size, map.prot */
+	 * HS_EXT_EXITING: time_ns; HS_EXT_PROTECT: ptr, size, map.prot;
+	 * HS_EXT_REGION_NAME: id, str (the name); HS_EXT_REGION_BEGIN:
+	 * time_ns, id; HS_EXT_REGION_END: time_ns */
 	struct hs_map_info {
 		uint64_t prot, flags; /* PROT_*, MAP_* (shmat: SHM_* flags) */
 		uint64_t kind;        /* HS_MAP_* */

@@ -73,7 +73,13 @@ enum hs_ext_type {
 			      * native stack's innermost node, so a reader
 			      * that skips this sees the native stack (read;
 			      * the recorder writes HS_EXT_PY_AT now) */
-	/* 9, 10, 11: regions */
+	HS_EXT_REGION_NAME = 9,   /* a region's name, once per id, before the
+				   * first REGION_BEGIN that uses it */
+	HS_EXT_REGION_BEGIN = 10, /* the writing thread opens region id
+				   * (heapslope_region_begin), inside the
+				   * ones it has open */
+	HS_EXT_REGION_END = 11,   /* the writing thread closes its innermost
+				   * open region (none open: ignored) */
 	HS_EXT_PY_AT = 12, /* the Python frames the thread runs from now on:
 			    * its next stacks are native stacks (without
 			    * the interpreter frames the Python ones stand

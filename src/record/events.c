@@ -11,6 +11,7 @@
 #include "maps.h"
 #include "python.h"
 #include "records.h"
+#include "regions.h"
 #include "stacks.h"
 #include "unwind.h"
 
@@ -645,6 +646,30 @@ void rec_mark(unsigned kind, const char *label)
 		hs_rec.counts[HS_COUNT_MARKS]++;
 		if (ok)
 			sampler_append(now_ns(), &s);
+	}
+	rec_unlock();
+}
+
+/* name NULL: the end of the thread's innermost region */
+void rec_region(const char *name)
+{
+	if (!hs_live->on)
+		return;
+	uint64_t t = now_ns();
+	rec_lock();
+	uint8_t *p = reserve_thread(HS_REGION_NAME_MAX(REGIONS_NAME_MAX) +
+				    HS_REGION_MAX);
+	if (p && name) {
+		int fresh;
+		size_t n = strnlen(name, REGIONS_NAME_MAX);
+		uint32_t id = regions_id(name, n, hs_rec.gen, &fresh);
+		if (fresh) {
+			const char *s = regions_name(id, &n);
+			p = enc_region_name(p, id, s, n);
+		}
+		buffer_commit(enc_region_begin(p, t, id));
+	} else if (p) {
+		buffer_commit(enc_region_end(p, t));
 	}
 	rec_unlock();
 }

@@ -185,3 +185,26 @@ EXPORT void heapslope_mark(const char *label)
 	mark(HS_MARK_LABEL, label);
 }
 
+/* ---- regions (heapslope.h) ---- */
+
+static void region(const char *name)
+{
+	struct tstate *t = &hs_thread;
+	if (!recorder_wants(t))
+		return;
+	int e = errno;
+	busy_enter(t);
+	rec_region(name);
+	busy_leave(t);
+	errno = e;
+}
+
+EXPORT void heapslope_region_begin(const char *name)
+{
+	region(name ? name : "(unnamed)");
+}
+
+EXPORT void heapslope_region_end(void)
+{
+	region(NULL);
+}

@@ -218,6 +218,8 @@ void rec_exiting(void);
 /* A call the recorder saw but could not record (counted in the trace). */
 void rec_unrecorded(void);
 void rec_mark(unsigned kind, const char *label);
+/* heapslope_region_begin(name), or with name NULL heapslope_region_end */
+void rec_region(const char *name);
 void rec_thread_name(const char *name);
 
 /* The recorder lock, for program threads: giving it back writes the

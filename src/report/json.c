@@ -203,6 +203,31 @@ static void shape_point(const struct analysis *a, const struct batch *x,
 	       (double)x->heap_releasable_bytes);
 }
 
+/* A region row's path of names, outermost first ([] outside). */
+static cJSON *region_path(const struct region_row *w)
+{
+	cJSON *v = cJSON_CreateArray();
+	for (size_t i = 0; i < w->depth; i++)
+		cJSON_AddItemToArray(v, string(w->path[i]));
+	return v;
+}
+
+/* Batch i's bytes by region path: allocated within it, live at its end. */
+static cJSON *batch_regions(const struct analysis *a, size_t i)
+{
+	const struct region_report *r = &a->regions;
+	cJSON *v = cJSON_CreateArray();
+	for (size_t j = 0; j < r->npaths; j++) {
+		const struct region_row *w = &r->paths[j];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddItemToObject(o, "path", region_path(w));
+		num(o, "allocated_bytes", (double)w->allocated[i]);
+		num(o, "live_bytes", (double)w->live[i]);
+		cJSON_AddItemToArray(v, o);
+	}
+	return v;
+}
+
 /* One entry of the series. */
 static cJSON *batch_entry(const struct analysis *a, size_t i)
 {
@@ -223,6 +248,8 @@ static cJSON *batch_entry(const struct analysis *a, size_t i)
 	num(o, "allocated_bytes", (double)x->allocated_bytes);
 	num_if(o, "mapped_bytes", x->has_maps, (double)x->mapped_bytes);
 	shape_point(a, x, o);
+	if (a->regions.nnames)
+		cJSON_AddItemToObject(o, "regions", batch_regions(a, i));
 	return o;
 }
 
@@ -420,6 +447,49 @@ static cJSON *stacks(const struct analysis *a)
 	return v;
 }
 
+static cJSON *region_rows(const struct region_row *v, size_t n, int paths)
+{
+	cJSON *rows = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		const struct region_row *w = &v[i];
+		cJSON *o = cJSON_CreateObject();
+		num(o, "rank", (double)(i + 1));
+		cJSON_AddItemToObject(o, "name", string(w->name));
+		if (paths)
+			cJSON_AddItemToObject(o, "path", region_path(w));
+		cJSON_AddBoolToObject(o, "outside", w->outside);
+		num(o, "bytes_per_batch", w->bytes_per_batch);
+		num(o, "r2", w->r2);
+		num(o, "allocated_bytes_per_batch", w->allocated_per_batch);
+		num(o, "allocated_bytes", (double)w->allocated_bytes);
+		num(o, "allocations", (double)w->allocations);
+		num(o, "live_bytes_at_end", (double)w->live_bytes_at_end);
+		num(o, "leaked_bytes", (double)w->leaked_bytes);
+		num(o, "leaked_blocks", (double)w->leaked_blocks);
+		cJSON *st = cJSON_AddArrayToObject(o, "stacks");
+		for (size_t j = 0; j < w->nstacks; j++) {
+			cJSON *s = stack(&w->stacks[j], j + 1);
+			num(s, "stack_id", (double)w->stacks[j].id);
+			cJSON_AddItemToArray(st, s);
+		}
+		cJSON_AddItemToArray(rows, o);
+	}
+	return rows;
+}
+
+/* Growth by region (regions.h): by innermost name and by path. */
+static cJSON *regions(const struct analysis *a)
+{
+	const struct region_report *r = &a->regions;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "by_name", region_rows(r->names, r->nnames, 0));
+	cJSON_AddItemToObject(o, "by_path", region_rows(r->paths, r->npaths, 1));
+	num(o, "unmatched_ends", (double)r->unmatched_ends);
+	num(o, "open_at_end", (double)r->open_at_end);
+	num(o, "folded_begins", (double)r->folded);
+	return o;
+}
+
 /* The traces of the recording (recording.h), the main one flagged. */
 static cJSON *recording(const struct analysis *a)
 {
@@ -571,6 +641,8 @@ static cJSON *report(const struct analysis *a)
 		cJSON_AddItemToObject(root, "recording", recording(a));
 	cJSON_AddItemToObject(root, "decomposition", decomposition(a));
 	cJSON_AddItemToObject(root, "mappings", mappings(a));
+	if (a->regions.nnames)
+		cJSON_AddItemToObject(root, "regions", regions(a));
 	return root;
 }
 

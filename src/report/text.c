@@ -477,6 +477,13 @@ static void head(FILE *o, const struct stack_growth *g, const char *lead,
 		g->leaked_blocks, g->allocations);
 }
 
+void text_stack(FILE *o, const struct stack_growth *g, const char *lead,
+		const char *indent, const struct report_opts *ro)
+{
+	head(o, g, lead, ro->utf8);
+	frames(o, g->frames, g->nframes, indent, ro);
+}
+
 static void stacks(FILE *o, const struct analysis *a,
 		   const struct report_opts *ro)
 {
@@ -634,6 +641,7 @@ int text_write(FILE *o, const struct analysis *a,
 		stacks(o, a, opts);
 		mappings(o, a, opts);
 	}
+	text_regions(o, a, opts);
 	pinning(o, a, opts);
 	notes(o, a, opts);
 	if (fflush(o) != 0 || ferror(o))

@@ -7,6 +7,15 @@
 /* text.c: the terminal report, read top-down. */
 int text_write(FILE *out, const struct analysis *a,
 	       const struct report_opts *o);
+/* text.c: one stack's line (after lead) and its frames (each after
+ * indent), as the report's top stacks show them. */
+struct stack_growth;
+void text_stack(FILE *out, const struct stack_growth *g, const char *lead,
+		const char *indent, const struct report_opts *o);
+/* text_regions.c: the section "Growth by region", when the trace has
+ * regions. */
+void text_regions(FILE *out, const struct analysis *a,
+		  const struct report_opts *o);
 /* compare.c: several traces' growth figures, one line each. */
 int compare_write(FILE *out, struct analysis *const *v, size_t n,
 		  const struct report_opts *o);

@@ -132,6 +132,9 @@ static void test_encoders(void)
 		p = enc_remap(p, a, b, c, a, 1, b);
 		p = enc_exiting(p, c);
 		p = enc_protect(p, a, b, 5);
+		p = enc_region_name(p, b, "forward", 7);
+		p = enc_region_begin(p, c, b);
+		p = enc_region_end(p, a);
 		size_t n = (size_t)(p - mine);
 
 		/* decode with the table, encode again with it */
@@ -191,8 +194,18 @@ static void test_encoders(void)
 			    r.ext_type == HS_EXT_PROTECT)
 				CHECK(r.ptr == a && r.size == b &&
 				      r.map.prot == 5);
+			if (r.kind == HS_REC_EXT &&
+			    r.ext_type == HS_EXT_REGION_NAME)
+				CHECK(r.id == b && r.str_len == 7 &&
+				      !memcmp(r.str, "forward", 7));
+			if (r.kind == HS_REC_EXT &&
+			    r.ext_type == HS_EXT_REGION_BEGIN)
+				CHECK(r.time_ns == c && r.id == b);
+			if (r.kind == HS_REC_EXT &&
+			    r.ext_type == HS_EXT_REGION_END)
+				CHECK(r.time_ns == a);
 		}
-		CHECK(kinds == 25);
+		CHECK(kinds == 28);
 		CHECK((size_t)(t - table) == n);
 		CHECK(memcmp(mine, table, n) == 0);
 	}
