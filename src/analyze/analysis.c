@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "format/reader.h"
+#include "groups.h"
 #include "heapmap.h"
 #include "pyframes.h"
 #include "recording.h"
@@ -41,6 +42,7 @@ struct pass {
 	struct stacks *map_stacks; /* with HS_OPT_MAPS */
 	struct maps *maps;
 	struct pyframes *py;       /* unless --python-frames=native */
+	struct groups_log *groups; /* with --group-by-frame */
 };
 
 static void pass_finish(struct pass *p)
@@ -52,6 +54,8 @@ static void pass_finish(struct pass *p)
 	maps_destroy(p->maps);
 	stacks_destroy(p->map_stacks);
 	pyframes_destroy(p->py);
+	groups_log_destroy(p->groups);
+	p->groups = NULL;
 	p->py = NULL;
 	p->maps = NULL;
 	p->map_stacks = NULL;
@@ -150,6 +154,10 @@ static int on_header(void *ctx, const struct hs_header *h)
 	}
 	/* each batch of the series takes the heap's shape at its end */
 	a->series.heap = p->heap;
+	if (o->group_match &&
+	    (!(p->groups = groups_log_create()) ||
+	     replay_add_consumer(p->replay, &groups_log_consumer, p->groups)))
+		return -1;
 	if (replay_add_consumer(p->replay, &stacks_consumer, p->stacks) ||
 	    replay_add_consumer(p->replay, &heapmap_consumer, p->heap) ||
 	    replay_add_consumer(p->replay, &series_consumer, &a->series))
@@ -773,6 +781,9 @@ struct analysis *analysis_create(const char *path,
 	if (copy_pins(a, &p) || rank(a, 0) || rank_maps(a, &p, o->top))
 		goto fail;
 	decide(a);
+	if (o->group_match &&
+	    groups_build(a, o->group_match, p.groups, &a->groups))
+		goto fail;
 	if ((o->group_by_site && rank(a, 1)) || symbolize(a, o->top))
 		goto fail;
 	pass_finish(&p);
@@ -788,6 +799,7 @@ void analysis_destroy(struct analysis *a)
 	if (!a)
 		return;
 	stacks_growth_free(a->ranked, a->nranked);
+	groups_destroy(a->groups);
 	for (size_t i = 0; i < a->nrecording; i++)
 		recording_trace_finish(&a->recording[i]);
 	free(a->recording);
