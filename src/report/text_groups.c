@@ -42,7 +42,7 @@ void text_groups(FILE *o, const struct analysis *a,
 		g->preset ? g->preset : g->pattern, g->preset ? ": " : "",
 		g->preset ? g->pattern : "", named, what, g->matched_stacks,
 		a->nranked);
-	int width = (int)strlen(what);
+	int width = (int)strlen("= live heap");
 	size_t shown = named < ROWS_SHOWN ? named : ROWS_SHOWN;
 	for (size_t i = 0; i < g->nrows; i++) {
 		if (i >= shown && !g->rows[i].unmatched)
@@ -68,8 +68,9 @@ void text_groups(FILE *o, const struct analysis *a,
 			fprintf(o, "  %-*s %11s  (%zu more %ss)\n", width, "...",
 				words_bytes(rest, b1, sizeof(b1)), nrest, what);
 	}
-	fprintf(o, "  %-*s %11s  (live heap; the rows add up to %s)\n", width,
-		"=", words_bytes(a->growth.live.slope, b1, sizeof(b1)),
+	fprintf(o, "  %-*s %11s  (the live heap's; the rows add up to %s)\n",
+		width, "= live heap",
+		words_bytes(a->growth.live.slope, b1, sizeof(b1)),
 		words_bytes(g->rows_slope, b2, sizeof(b2)));
 	size_t told = 0;
 	for (size_t i = 0; i < g->nrows && told < STACKS_SHOWN; i++) {
