@@ -65,8 +65,9 @@ void text_groups(FILE *o, const struct analysis *a,
 		rest += r->bytes_per_batch;
 		nrest++;
 		if (i + 1 < g->nrows && g->rows[i + 1].unmatched)
-			fprintf(o, "  %-*s %11s  (%zu more %ss)\n", width, "...",
-				words_bytes(rest, b1, sizeof(b1)), nrest, what);
+			fprintf(o, "  %-*s %11s  (%zu more %s%s)\n", width,
+				"...", words_bytes(rest, b1, sizeof(b1)), nrest,
+				what, nrest == 1 ? "" : "s");
 	}
 	fprintf(o, "  %-*s %11s  (the live heap's; the rows add up to %s)\n",
 		width, "= live heap",
