@@ -336,7 +336,8 @@ static struct mod_table *mod_table(struct assign *x, uint32_t mod,
 	if (symbols_functions(x->a->symbols, ip, when, collect, x, &inlined))
 		return NULL;
 	t->state = inlined ? MOD_RESOLVE : MOD_TABLE;
-	qsort(t->v, t->n, sizeof(*t->v), by_lo);
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), by_lo);
 	return t;
 }
 
