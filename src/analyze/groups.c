@@ -162,6 +162,8 @@ struct assign {
 	const struct frame_match *m;
 	char **names;
 	size_t nnames, cap;
+	int32_t *index; /* names by hash, open addressing; -1: empty */
+	size_t index_mask;
 	struct ip_memo *ips;
 	size_t ipmask, nips;
 	struct node_memo *nodes;
@@ -181,6 +183,7 @@ static void assign_finish(struct assign *x)
 	for (size_t i = 0; i < x->nnames; i++)
 		free(x->names[i]);
 	free(x->names);
+	free(x->index);
 	free(x->ips);
 	free(x->nodes);
 	for (size_t i = 0; i < x->nmods; i++)
@@ -189,12 +192,41 @@ static void assign_finish(struct assign *x)
 	free(x->py);
 }
 
-/* The index of group name, added if new; -1 when out of memory. */
+static size_t name_hash(const char *s)
+{
+	size_t h = 14695981039346656037ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static size_t name_slot(const struct assign *x, const char *name)
+{
+	size_t h = name_hash(name) & x->index_mask;
+	while (x->index[h] >= 0 && strcmp(x->names[x->index[h]], name))
+		h = (h + 1) & x->index_mask;
+	return h;
+}
+
+/* The index of group name, added if new; -1 when out of memory.  A broad
+ * pattern names a group for each function of a big library. */
 static int32_t group_of(struct assign *x, const char *name)
 {
-	for (size_t i = 0; i < x->nnames; i++)
-		if (!strcmp(x->names[i], name))
-			return (int32_t)i;
+	if ((x->nnames + 1) * 2 > (x->index ? x->index_mask + 1 : 0)) {
+		size_t cap = x->index ? (x->index_mask + 1) * 2 : 256;
+		int32_t *t = malloc(cap * sizeof(*t));
+		if (!t)
+			return -1;
+		memset(t, 0xff, cap * sizeof(*t));
+		free(x->index);
+		x->index = t;
+		x->index_mask = cap - 1;
+		for (size_t i = 0; i < x->nnames; i++)
+			x->index[name_slot(x, x->names[i])] = (int32_t)i;
+	}
+	size_t h = name_slot(x, name);
+	if (x->index[h] >= 0)
+		return x->index[h];
 	if (x->nnames == x->cap) {
 		size_t cap = x->cap ? x->cap * 2 : 64;
 		char **v = realloc(x->names, cap * sizeof(*v));
@@ -205,6 +237,7 @@ static int32_t group_of(struct assign *x, const char *name)
 	}
 	if (!(x->names[x->nnames] = strdup(name)))
 		return -1;
+	x->index[h] = (int32_t)x->nnames;
 	return (int32_t)x->nnames++;
 }
 

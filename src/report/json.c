@@ -552,7 +552,7 @@ static cJSON *groups(const struct analysis *a)
 {
 	const struct groups *g = a->groups;
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "pattern", g->pattern);
+	cJSON_AddItemToObject(o, "pattern", string(g->pattern));
 	str_or_null(o, "preset", g->preset);
 	num(o, "rows_bytes_per_batch", g->rows_slope);
 	cJSON *v = cJSON_AddArrayToObject(o, "rows");
