@@ -606,6 +606,7 @@ int groups_build(struct analysis *a, const struct frame_match *m,
 	if (log_close(log, (uint32_t)a->series.n))
 		goto fail;
 	gs->preset = frame_match_preset_name(m);
+	gs->stacks = a->nranked;
 	for (size_t i = 0; i < a->nranked; i++) {
 		int32_t g = stack_group(&x, a->ranked[i].id);
 		if (g == -2)

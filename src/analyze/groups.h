@@ -41,7 +41,7 @@ struct groups {
 	struct group_row *rows; /* by growth, the unmatched row last */
 	size_t nrows;
 	double rows_slope;   /* the rows' slopes added up */
-	size_t matched_stacks;
+	size_t matched_stacks, stacks; /* of all the stacks grouped */
 };
 
 /* The groups of a's stacks (ranked one by one, before any grouping by

@@ -41,7 +41,7 @@ void text_groups(FILE *o, const struct analysis *a,
 		what, g->preset ? "--operators " : "--group-by-frame ",
 		g->preset ? g->preset : g->pattern, g->preset ? ": " : "",
 		g->preset ? g->pattern : "", named, what, g->matched_stacks,
-		a->nranked);
+		g->stacks);
 	int width = (int)strlen("= live heap");
 	size_t shown = named < ROWS_SHOWN ? named : ROWS_SHOWN;
 	for (size_t i = 0; i < g->nrows; i++) {
