@@ -199,7 +199,10 @@ char *frame_match_bare(const char *fn, char *out, size_t n)
 		if (c == 'o' && !strncmp(fn + i, "operator", 8) &&
 		    (i == 0 || fn[i - 1] == ':' || fn[i - 1] == ' ') &&
 		    !isalnum((unsigned char)fn[i + 8]) && fn[i + 8] != '_') {
-			i = operator_end(fn, i) - 1;
+			size_t j = operator_end(fn, i);
+			if (fn[j] == ' ' && fn[j + 1] == '<')
+				j++; /* its template arguments: operator< <int> */
+			i = j - 1;
 			continue;
 		}
 		if (c == '(' && depth == 0) {
