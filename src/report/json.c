@@ -555,6 +555,8 @@ static cJSON *groups(const struct analysis *a)
 	cJSON_AddItemToObject(o, "pattern", string(g->pattern));
 	str_or_null(o, "preset", g->preset);
 	num(o, "rows_bytes_per_batch", g->rows_slope);
+	num(o, "stacks", (double)g->stacks);
+	num(o, "matched_stacks", (double)g->matched_stacks);
 	cJSON *v = cJSON_AddArrayToObject(o, "rows");
 	for (size_t i = 0; i < g->nrows; i++) {
 		const struct group_row *r = &g->rows[i];

@@ -57,6 +57,10 @@ def rows_of(rep, what):
     return {r["name"]: r for r in rows}
 
 
+def rep_all_stacks(t):
+    return analyze(t, "--top", "1000000")["stacks"]
+
+
 def exact(row, want, what):
     got = row["bytes_per_batch"]
     check(abs(got - want) < 1e-6, f"{what}: {got} B/batch, want {want}")
@@ -95,6 +99,15 @@ def test_glob():
             fns = [f["function"] or "" for f in top["frames"]]
             check(any(f.startswith("myops::op_" + name) for f in fns),
                   f"{name}: its top stack does not pass op_{name}: {fns}")
+        check_eq(g["stacks"], len(rep_all_stacks(t)), "groups.stacks")
+        check_eq(g["matched_stacks"], 3, "groups.matched_stacks")
+        # by site too: the stacks are grouped one by one all the same
+        site = rows_of(analyze(t, "--group-by-frame", "myops::op_*",
+                               "--group-by-site"), "with --group-by-site")
+        for name in rows:
+            check_eq(site[name]["bytes_per_batch"],
+                     rows[name]["bytes_per_batch"],
+                     f"{name} with --group-by-site")
         # the text report's table
         r = analyze_run(t, "--group-by-frame", "myops::op_*")
         out = r.out.decode()
