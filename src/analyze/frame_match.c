@@ -152,6 +152,11 @@ const char *frame_match_preset_name(const struct frame_match *m)
 	return m->preset;
 }
 
+int frame_match_native_only(const struct frame_match *m)
+{
+	return m->preset != NULL;
+}
+
 /* Past "operator" at fn + i: the end of the operator's symbol. */
 static size_t operator_end(const char *fn, size_t i)
 {
@@ -199,9 +204,10 @@ char *frame_match_bare(const char *fn, char *out, size_t n)
 		if (c == 'o' && !strncmp(fn + i, "operator", 8) &&
 		    (i == 0 || fn[i - 1] == ':' || fn[i - 1] == ' ') &&
 		    !isalnum((unsigned char)fn[i + 8]) && fn[i + 8] != '_') {
+			/* with its template arguments: operator< <int> */
 			size_t j = operator_end(fn, i);
 			if (fn[j] == ' ' && fn[j + 1] == '<')
-				j++; /* its template arguments: operator< <int> */
+				j++;
 			i = j - 1;
 			continue;
 		}
@@ -209,7 +215,7 @@ char *frame_match_bare(const char *fn, char *out, size_t n)
 			/* a function's own scope (a lambda, a local class):
 			 * f(int)::{lambda()#1}::operator() */
 			size_t j = closing(fn, i);
-			if (fn[j] == ')' && fn[j + 1] == ':' && fn[j + 2] == ':') {
+			if (fn[j] == ')' && !strncmp(fn + j + 1, "::", 2)) {
 				i = j;
 				continue;
 			}
@@ -218,7 +224,7 @@ char *frame_match_bare(const char *fn, char *out, size_t n)
 		}
 		if (c == '<' || c == '(' || c == '[' || c == '{')
 			depth++;
-		else if ((c == '>' || c == ')' || c == ']' || c == '}') && depth)
+		else if (depth && (c == '>' || c == ')' || c == ']' || c == '}'))
 			depth--;
 		else if (c == ' ' && depth == 0 &&
 			 !(i >= 8 && !strncmp(fn + i - 8, "operator", 8)))

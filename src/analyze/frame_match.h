@@ -20,6 +20,9 @@ void frame_match_destroy(struct frame_match *m);
  * ", "; the preset's name (NULL for a pattern). */
 const char *frame_match_pattern(const struct frame_match *m);
 const char *frame_match_preset_name(const struct frame_match *m);
+/* 1 when no Python frame can match (a preset's C++ names): the stacks'
+ * Python frames need not be looked at. */
+int frame_match_native_only(const struct frame_match *m);
 
 /* Whether frame f matches: 1 with the group's name in name[0, n), else 0.
  * A native frame is matched by its bare name (frame_match_bare), a

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "base/bigmem.h"
 #include "base/error.h"
 #include "frame_match.h"
 #include "pyframes.h"
@@ -47,8 +48,8 @@ void groups_log_destroy(struct groups_log *l)
 {
 	if (!l)
 		return;
-	free(l->slots);
-	free(l->v);
+	bigmem_free(l->slots, l->nslots * sizeof(*l->slots));
+	bigmem_free(l->v, l->cap * sizeof(*l->v));
 	free(l);
 }
 
@@ -61,10 +62,11 @@ static struct log_slot *touch(struct groups_log *l, uint32_t slot,
 		size_t cap = l->nslots ? l->nslots : 1024;
 		while (cap <= slot)
 			cap *= 2;
-		struct log_slot *v = realloc(l->slots, cap * sizeof(*v));
+		struct log_slot *v = bigmem_realloc(l->slots,
+						    l->nslots * sizeof(*v),
+						    cap * sizeof(*v));
 		if (!v)
 			return NULL;
-		memset(v + l->nslots, 0, (cap - l->nslots) * sizeof(*v));
 		l->slots = v;
 		l->nslots = cap;
 	}
@@ -74,7 +76,9 @@ static struct log_slot *touch(struct groups_log *l, uint32_t slot,
 	if (s->live != s->at_mark) {
 		if (l->n == l->cap) {
 			size_t cap = l->cap ? l->cap * 2 : 4096;
-			struct change *v = realloc(l->v, cap * sizeof(*v));
+			struct change *v = bigmem_realloc(l->v,
+							  l->cap * sizeof(*v),
+							  cap * sizeof(*v));
 			if (!v)
 				return NULL;
 			l->v = v;
@@ -185,7 +189,7 @@ static void assign_finish(struct assign *x)
 	free(x->names);
 	free(x->index);
 	free(x->ips);
-	free(x->nodes);
+	bigmem_free(x->nodes, (x->nnodes ? x->nnodes : 1) * sizeof(*x->nodes));
 	for (size_t i = 0; i < x->nmods; i++)
 		free(x->mods[i].v);
 	free(x->mods);
@@ -520,8 +524,10 @@ static int assign_init(struct assign *x, struct analysis *a,
 	x->a = a;
 	x->m = m;
 	x->nnodes = a->nnode_when;
-	x->nodes = calloc(x->nnodes ? x->nnodes : 1, sizeof(*x->nodes));
-	x->python = a->py && pyframes_any(a->py);
+	x->nodes = bigmem_zalloc((x->nnodes ? x->nnodes : 1) *
+				 sizeof(*x->nodes));
+	x->python = a->py && pyframes_any(a->py) &&
+		    !frame_match_native_only(m);
 	if (x->python) {
 		x->npy = pyframes_nodes(a->py);
 		x->py = malloc((x->npy ? x->npy : 1) * sizeof(*x->py));
