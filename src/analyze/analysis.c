@@ -11,6 +11,7 @@
 #include "heapmap.h"
 #include "pyframes.h"
 #include "recording.h"
+#include "stack_series.h"
 #include "growth.h"
 #include "symbols.h"
 #include "walk.h"
@@ -42,7 +43,7 @@ struct pass {
 	struct stacks *map_stacks; /* with HS_OPT_MAPS */
 	struct maps *maps;
 	struct pyframes *py;       /* unless --python-frames=native */
-	struct groups_log *groups; /* with --group-by-frame */
+	struct stack_series *series; /* with --group-by-frame */
 };
 
 static void pass_finish(struct pass *p)
@@ -54,8 +55,8 @@ static void pass_finish(struct pass *p)
 	maps_destroy(p->maps);
 	stacks_destroy(p->map_stacks);
 	pyframes_destroy(p->py);
-	groups_log_destroy(p->groups);
-	p->groups = NULL;
+	stack_series_destroy(p->series);
+	p->series = NULL;
 	p->py = NULL;
 	p->maps = NULL;
 	p->map_stacks = NULL;
@@ -155,8 +156,9 @@ static int on_header(void *ctx, const struct hs_header *h)
 	/* each batch of the series takes the heap's shape at its end */
 	a->series.heap = p->heap;
 	if (o->group_match &&
-	    (!(p->groups = groups_log_create()) ||
-	     replay_add_consumer(p->replay, &groups_log_consumer, p->groups)))
+	    (!(p->series = stack_series_create()) ||
+	     replay_add_consumer(p->replay, &stack_series_consumer,
+				 p->series)))
 		return -1;
 	if (replay_add_consumer(p->replay, &stacks_consumer, p->stacks) ||
 	    replay_add_consumer(p->replay, &heapmap_consumer, p->heap) ||
@@ -782,7 +784,7 @@ struct analysis *analysis_create(const char *path,
 		goto fail;
 	decide(a);
 	if (o->group_match &&
-	    groups_build(a, o->group_match, p.groups, &a->groups))
+	    groups_build(a, o->group_match, p.series, &a->groups))
 		goto fail;
 	if ((o->group_by_site && rank(a, 1)) || symbolize(a, o->top))
 		goto fail;

@@ -9,123 +9,12 @@
 #include "frame_match.h"
 #include "pyframes.h"
 #include "regress.h"
-#include "replay.h"
+#include "stack_series.h"
 #include "symbols.h"
 
 #define NONE (-1)
 #define DEPTH_MAX 1024
 #define NAME_LEN 256
-
-/* ---- the stacks' series: their live bytes where they change ---- */
-
-struct log_slot {
-	uint64_t live, at_mark; /* now, and at mark since - 1 */
-	uint32_t since;         /* first mark not yet logged */
-};
-
-struct change {
-	uint32_t slot, mark;
-	uint64_t value; /* the slot's live bytes from this mark on */
-};
-
-struct groups_log {
-	struct log_slot *slots;
-	size_t nslots;
-	struct change *v;
-	size_t n, cap;
-	int oom;
-};
-
-struct groups_log *groups_log_create(void)
-{
-	struct groups_log *l = calloc(1, sizeof(*l));
-	if (!l)
-		hs_error("out of memory");
-	return l;
-}
-
-void groups_log_destroy(struct groups_log *l)
-{
-	if (!l)
-		return;
-	bigmem_free(l->slots, l->nslots * sizeof(*l->slots));
-	bigmem_free(l->v, l->cap * sizeof(*l->v));
-	free(l);
-}
-
-/* Logs the marks [since, batch) of slot as stacks.c sums them: at each,
- * the value it had before this event. */
-static struct log_slot *touch(struct groups_log *l, uint32_t slot,
-			      uint32_t batch)
-{
-	if (slot >= l->nslots) {
-		size_t cap = l->nslots ? l->nslots : 1024;
-		while (cap <= slot)
-			cap *= 2;
-		struct log_slot *v = bigmem_realloc(l->slots,
-						    l->nslots * sizeof(*v),
-						    cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		l->slots = v;
-		l->nslots = cap;
-	}
-	struct log_slot *s = &l->slots[slot];
-	if (s->since >= batch)
-		return s;
-	if (s->live != s->at_mark) {
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? l->cap * 2 : 4096;
-			struct change *v = bigmem_realloc(l->v,
-							  l->cap * sizeof(*v),
-							  cap * sizeof(*v));
-			if (!v)
-				return NULL;
-			l->v = v;
-			l->cap = cap;
-		}
-		l->v[l->n++] = (struct change){ slot, s->since, s->live };
-		s->at_mark = s->live;
-	}
-	s->since = batch;
-	return s;
-}
-
-static int log_add(void *ctx, const struct replay_block *b,
-		   enum replay_cause why)
-{
-	(void)why;
-	struct log_slot *s = touch(ctx, b->slot, b->batch);
-	if (!s)
-		return hs_error("out of memory");
-	s->live += b->size;
-	return 0;
-}
-
-static void log_drop(void *ctx, const struct replay_block *b, uint32_t batch,
-		     enum replay_cause why)
-{
-	(void)why;
-	struct groups_log *l = ctx;
-	struct log_slot *s = touch(l, b->slot, batch);
-	if (s)
-		s->live -= b->size;
-	else
-		l->oom = 1;
-}
-
-const struct replay_consumer groups_log_consumer = {
-	.block_add = log_add,
-	.block_drop = log_drop,
-};
-
-static int log_close(struct groups_log *l, uint32_t batches)
-{
-	for (size_t i = 0; i < l->nslots && !l->oom; i++)
-		if (!touch(l, (uint32_t)i, batches))
-			l->oom = 1;
-	return l->oom ? hs_error("out of memory") : 0;
-}
 
 /* ---- which group a stack goes to ---- */
 
@@ -556,8 +445,8 @@ static int by_growth(const void *pa, const void *pb)
 /* Each row's series from the log: the changes of its stacks, added up
  * at their marks, then fitted after the warm-up. */
 static int fit_rows(struct groups *gs, const struct analysis *a,
-		    const struct groups_log *log, const int32_t *slot_row,
-		    size_t nslots)
+		    const struct stack_series_change *log, size_t nlog,
+		    const int32_t *slot_row, size_t nslots)
 {
 	const size_t batches = a->series.n, rows = gs->nrows;
 	int64_t *d = calloc(rows * (batches ? batches : 1), sizeof(*d));
@@ -569,8 +458,8 @@ static int fit_rows(struct groups *gs, const struct analysis *a,
 		free(y);
 		return hs_error("out of memory");
 	}
-	for (size_t i = 0; i < log->n; i++) {
-		const struct change *c = &log->v[i];
+	for (size_t i = 0; i < nlog; i++) {
+		const struct stack_series_change *c = &log[i];
 		if (c->slot >= nslots || c->mark >= batches)
 			continue;
 		d[(size_t)slot_row[c->slot] * batches + c->mark] +=
@@ -597,8 +486,10 @@ static int fit_rows(struct groups *gs, const struct analysis *a,
 }
 
 int groups_build(struct analysis *a, const struct frame_match *m,
-		 struct groups_log *log, struct groups **out)
+		 struct stack_series *series, struct groups **out)
 {
+	const struct stack_series_change *log;
+	size_t nlog;
 	struct assign x;
 	struct groups *gs = calloc(1, sizeof(*gs));
 	const size_t nslots = stacks_count(a->stacks);
@@ -609,7 +500,7 @@ int groups_build(struct analysis *a, const struct frame_match *m,
 	if (assign_init(&x, a, m) || !gs || !slot_row || !stack_row ||
 	    !(gs->pattern = strdup(frame_match_pattern(m))))
 		goto oom;
-	if (log_close(log, (uint32_t)a->series.n))
+	if (stack_series_close(series, (uint32_t)a->series.n, &log, &nlog))
 		goto fail;
 	gs->preset = frame_match_preset_name(m);
 	gs->stacks = a->nranked;
@@ -653,7 +544,7 @@ int groups_build(struct analysis *a, const struct frame_match *m,
 		row->leaked_blocks += s->leaked_blocks;
 		row->allocations += s->allocations;
 	}
-	if (fit_rows(gs, a, log, slot_row, nslots))
+	if (fit_rows(gs, a, log, nlog, slot_row, nslots))
 		goto fail;
 	for (size_t r = 0; r < gs->nrows; r++) {
 		struct group_row *row = &gs->rows[r];

@@ -13,16 +13,7 @@
 
 struct analysis;
 struct frame_match;
-struct replay_consumer;
-
-/* The replay's consumer that keeps each stack's live bytes at the marks
- * where they change: the stacks' per-batch series, which their sums
- * (stacks.h) cannot give back.  Memory follows those changes: a stack
- * that allocates and frees within each batch has none. */
-struct groups_log;
-struct groups_log *groups_log_create(void);
-void groups_log_destroy(struct groups_log *l);
-extern const struct replay_consumer groups_log_consumer;
+struct stack_series;
 
 struct group_row {
 	char *name;
@@ -45,10 +36,10 @@ struct groups {
 };
 
 /* The groups of a's stacks (ranked one by one, before any grouping by
- * site) by m, with log's series closed after a's batches; -1 (hs_error)
- * when out of memory. */
+ * site) by m, their series from the stacks' (closed here after a's
+ * batches); -1 (hs_error) when out of memory. */
 int groups_build(struct analysis *a, const struct frame_match *m,
-		 struct groups_log *log, struct groups **out);
+		 struct stack_series *series, struct groups **out);
 void groups_destroy(struct groups *g);
 
 #endif
