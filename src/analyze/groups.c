@@ -496,6 +496,7 @@ int groups_build(struct analysis *a, const struct frame_match *m,
 	int32_t *slot_row = calloc(nslots ? nslots : 1, sizeof(*slot_row));
 	int32_t *stack_row = calloc(a->nranked ? a->nranked : 1,
 				    sizeof(*stack_row));
+	int32_t *row_of = NULL; /* group -> row */
 	*out = NULL;
 	if (assign_init(&x, a, m) || !gs || !slot_row || !stack_row ||
 	    !(gs->pattern = strdup(frame_match_pattern(m))))
@@ -510,22 +511,32 @@ int groups_build(struct analysis *a, const struct frame_match *m,
 			goto oom;
 		stack_row[i] = g;
 	}
-	/* the unmatched row after the named ones */
-	gs->nrows = x.nnames + 1;
+	/* a row for each group a stack went to (a module's symbols name
+	 * many that none does), then the unmatched one */
+	row_of = malloc((x.nnames ? x.nnames : 1) * sizeof(*row_of));
+	if (!row_of)
+		goto oom;
+	memset(row_of, 0xff, (x.nnames ? x.nnames : 1) * sizeof(*row_of));
+	for (size_t i = 0; i < a->nranked; i++)
+		if (stack_row[i] != NONE && row_of[stack_row[i]] < 0)
+			row_of[stack_row[i]] = (int32_t)gs->nrows++;
+	const int32_t unmatched = (int32_t)gs->nrows++;
 	gs->rows = calloc(gs->nrows, sizeof(*gs->rows));
 	if (!gs->rows)
 		goto oom;
-	for (size_t r = 0; r < gs->nrows; r++) {
-		struct group_row *row = &gs->rows[r];
-		row->unmatched = r == x.nnames;
-		row->name = strdup(row->unmatched ? "(unmatched)" : x.names[r]);
-		if (!row->name)
+	for (size_t g = 0; g < x.nnames; g++)
+		if (row_of[g] >= 0 &&
+		    !(gs->rows[row_of[g]].name = strdup(x.names[g])))
 			goto oom;
-	}
+	gs->rows[unmatched].unmatched = 1;
+	if (!(gs->rows[unmatched].name = strdup("(unmatched)")))
+		goto oom;
+	for (size_t i = 0; i < nslots; i++)
+		slot_row[i] = unmatched;
 	for (size_t i = 0; i < a->nranked; i++) {
 		const struct stack_growth *s = &a->ranked[i];
-		int32_t r = stack_row[i] == NONE ? (int32_t)x.nnames
-						 : stack_row[i];
+		int32_t r = stack_row[i] == NONE ? unmatched
+						 : row_of[stack_row[i]];
 		struct group_row *row = &gs->rows[r];
 		uint32_t slot = stacks_ref(a->stacks, s->id);
 		if (slot < nslots)
@@ -553,19 +564,11 @@ int groups_build(struct analysis *a, const struct frame_match *m,
 						   &row->top.nframes))
 			goto fail;
 	}
-	/* groups only their symbols named, no stack went to */
-	size_t kept = 0;
-	for (size_t r = 0; r < gs->nrows; r++) {
-		if (gs->rows[r].stacks || gs->rows[r].unmatched)
-			gs->rows[kept++] = gs->rows[r];
-		else
-			free(gs->rows[r].name);
-	}
-	gs->nrows = kept;
 	qsort(gs->rows, gs->nrows, sizeof(*gs->rows), by_growth);
 	assign_finish(&x);
 	free(slot_row);
 	free(stack_row);
+	free(row_of);
 	*out = gs;
 	return 0;
 oom:
@@ -574,6 +577,7 @@ fail:
 	assign_finish(&x);
 	free(slot_row);
 	free(stack_row);
+	free(row_of);
 	groups_destroy(gs);
 	return -1;
 }
