@@ -13,8 +13,10 @@ import atexit
 import shutil
 import tempfile
 
-from analyze_common import (analyze, analyze_run, check, check_eq, fail,
-                            main, prog, record_trace, tmpdir,
+import copy
+
+from analyze_common import (TestFailure, analyze, analyze_run, check,
+                            check_eq, fail, main, prog, record_trace, tmpdir,
                             validate_report)
 
 BATCHES = 20
@@ -99,6 +101,21 @@ def test_glob():
             fns = [f["function"] or "" for f in top["frames"]]
             check(any(f.startswith("myops::op_" + name) for f in fns),
                   f"{name}: its top stack does not pass op_{name}: {fns}")
+        # the contract's checker rejects broken groups
+        for name, breaks in (
+                ("a row's slope", lambda g: g["rows"][0].update(
+                    bytes_per_batch=1e9)),
+                ("the unmatched row first", lambda g: g["rows"].reverse()),
+                ("no top stack", lambda g: g["rows"][0].update(
+                    top_stack=None)),
+                ("a stack lost", lambda g: g.update(stacks=g["stacks"] + 1))):
+            bad = copy.deepcopy(rep)
+            breaks(bad["groups"])
+            try:
+                validate_report(bad, name)
+            except TestFailure:
+                continue
+            fail(f"the checker accepted groups with {name}")
         check_eq(g["stacks"], len(rep_all_stacks(t)), "groups.stacks")
         check_eq(g["matched_stacks"], 3, "groups.matched_stacks")
         # by site too: the stacks are grouped one by one all the same
