@@ -964,6 +964,8 @@ int symbols_functions(struct symbols *s, uint64_t ip, uint64_t when,
 	Dwarf_Addr bias;
 	/* as resolve reads the runtimes': by their symbols alone */
 	*inlined = !is_runtime(m->path) && dwfl_module_getdwarf(dm, &bias);
+	if (*inlined)
+		return 0;
 	int n = dwfl_module_getsymtab(dm);
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;

@@ -71,9 +71,9 @@ void symbols_frames_free(struct frame *f, size_t n);
 /* For matching many addresses by function name without resolving each
  * (groups.c).  The number (1-based) of the module that held ip at `when`
  * (0: none).  Then its function symbols: fn(ctx, lo, hi, name) for each,
- * [lo, hi) as mapped, name demangled (valid during the call); *inlined
- * says its debug information has inlined calls, frames of their own that
- * only symbols_resolve_at gives.  0, or fn's -1. */
+ * [lo, hi) as mapped, name demangled (valid during the call); unless
+ * *inlined says its debug information has inlined calls, frames of their
+ * own that only symbols_resolve_at gives.  0, or fn's -1. */
 uint32_t symbols_module_number(const struct symbols *s, uint64_t ip,
 			       uint64_t when);
 typedef int (*symbols_function_fn)(void *ctx, uint64_t lo, uint64_t hi,
