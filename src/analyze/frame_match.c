@@ -327,9 +327,11 @@ int frame_match(const struct frame_match *m, const struct frame *f,
 			hit = match_any(m, buf, name, n);
 		}
 	} else {
-		hit = match_any(m, frame_match_bare(f->function, buf,
-						    sizeof(buf)),
-				name, n);
+		/* then the whole demangled name, parameters and all */
+		frame_match_bare(f->function, buf, sizeof(buf));
+		hit = match_any(m, buf, name, n) ||
+		      (strcmp(buf, f->function) &&
+		       match_any(m, f->function, name, n));
 	}
 	if (hit && yields && m->yields)
 		for (size_t i = 0; m->yields[i]; i++)

@@ -25,8 +25,9 @@ const char *frame_match_preset_name(const struct frame_match *m);
 int frame_match_native_only(const struct frame_match *m);
 
 /* Whether frame f matches: 1 with the group's name in name[0, n), else 0.
- * A native frame is matched by its bare name (frame_match_bare), a
- * Python frame by its qualified name, then by "file:qualname".  *yields
+ * A native frame is matched by its bare name (frame_match_bare), then
+ * by its whole name; a Python frame by its qualified name, then by
+ * "file:qualname".  *yields
  * (may be NULL) says the name gives way to a match further out: a
  * preset's operators that only allocate for another one (torch's
  * empty_strided). */

@@ -82,6 +82,13 @@ static void test_glob(void)
 	CHECK(!strcmp(group(m, "ns::g", NULL, 0, NULL), "ns::g"));
 	CHECK(!strcmp(group(m, "ns::xg", NULL, 0, NULL), "x"));
 	frame_match_destroy(m);
+	/* the whole name, when the bare one does not match */
+	m = frame_match_create("*(at::Tensor const&)");
+	CHECK(!strcmp(group(m, "at::_ops::relu::call(at::Tensor const&)",
+			    NULL, 0, NULL), "at::_ops::relu::call"));
+	CHECK(!strcmp(group(m, "at::_ops::relu::call(at::Tensor&)", NULL, 0,
+			    NULL), ""));
+	frame_match_destroy(m);
 	/* Python: qualname, then file:qualname */
 	m = frame_match_create("*.forward");
 	CHECK(!strcmp(group(m, "LayerNorm.forward", "/x/normalization.py", 1,
