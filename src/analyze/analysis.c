@@ -7,9 +7,11 @@
 
 #include "base/error.h"
 #include "format/reader.h"
+#include "groups.h"
 #include "heapmap.h"
 #include "pyframes.h"
 #include "recording.h"
+#include "stack_series.h"
 #include "growth.h"
 #include "symbols.h"
 #include "walk.h"
@@ -42,6 +44,7 @@ struct pass {
 	struct maps *maps;
 	struct pyframes *py;       /* unless --python-frames=native */
 	struct regions *regions;   /* the blocks' regions (regions.h) */
+	struct stack_series *series; /* with --group-by-frame */
 };
 
 static void pass_finish(struct pass *p)
@@ -55,6 +58,8 @@ static void pass_finish(struct pass *p)
 	pyframes_destroy(p->py);
 	regions_destroy(p->regions);
 	p->regions = NULL;
+	stack_series_destroy(p->series);
+	p->series = NULL;
 	p->py = NULL;
 	p->maps = NULL;
 	p->map_stacks = NULL;
@@ -154,6 +159,11 @@ static int on_header(void *ctx, const struct hs_header *h)
 	}
 	/* each batch of the series takes the heap's shape at its end */
 	a->series.heap = p->heap;
+	if (o->group_match &&
+	    (!(p->series = stack_series_create()) ||
+	     replay_add_consumer(p->replay, &stack_series_consumer,
+				 p->series)))
+		return -1;
 	if (replay_add_consumer(p->replay, &stacks_consumer, p->stacks) ||
 	    replay_add_consumer(p->replay, &heapmap_consumer, p->heap) ||
 	    replay_add_consumer(p->replay, &series_consumer, &a->series))
@@ -860,6 +870,9 @@ struct analysis *analysis_create(const char *path,
 	if (copy_pins(a, &p) || rank(a, 0) || rank_maps(a, &p, o->top))
 		goto fail;
 	decide(a);
+	if (o->group_match &&
+	    groups_build(a, o->group_match, p.series, &a->groups))
+		goto fail;
 	if ((o->group_by_site && rank(a, 1)) || symbolize(a, o->top))
 		goto fail;
 	pass_finish(&p);
@@ -875,6 +888,7 @@ void analysis_destroy(struct analysis *a)
 	if (!a)
 		return;
 	stacks_growth_free(a->ranked, a->nranked);
+	groups_destroy(a->groups);
 	for (size_t i = 0; i < a->nrecording; i++)
 		recording_trace_finish(&a->recording[i]);
 	free(a->recording);

@@ -19,6 +19,8 @@
 #include "verdict.h"
 
 struct frame;
+struct frame_match;
+struct groups;
 struct symbols;
 
 /* The blocks of one stack that pin gaps of the heap (heapmap.h), at the
@@ -44,6 +46,8 @@ struct analysis_opts {
 	int python_frames;         /* enum pyframes_mode */
 	const char *debuginfo_path;
 	struct range_bound from, until; /* --from, --until */
+	/* --group-by-frame, --operators (groups.h); NULL: none */
+	const struct frame_match *group_match;
 };
 
 /* The stretch analysed: the batches whose end lies in [from_ns, until_ns]
@@ -144,6 +148,7 @@ struct analysis {
 	 * its address against the module mapped then (dlclose) */
 	uint64_t *node_when;
 	size_t nnode_when;
+	struct groups *groups; /* with opts' group_match, else NULL */
 };
 
 /* NULL with hs_last_error() when the trace cannot be read or is corrupt;

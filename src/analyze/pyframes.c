@@ -411,6 +411,35 @@ static uint32_t python_of(const struct pyframes *p, const uint64_t *ids,
 	return 0;
 }
 
+uint32_t pyframes_stack_node(const struct pyframes *p, const uint64_t *ids,
+			     size_t n)
+{
+	return python_of(p, ids, n);
+}
+
+uint32_t pyframes_parent(const struct pyframes *p, uint32_t k)
+{
+	return k < p->nnodes ? p->nodes[k].parent : 0;
+}
+
+int pyframes_names(const struct pyframes *p, uint32_t k,
+		   const char **function, const char **file)
+{
+	if (k >= p->nnodes || (p->nodes[k].flags & HS_PY_NONE))
+		return -1;
+	const struct pycode *c = node_code(p, &p->nodes[k]);
+	if (!c)
+		return -1;
+	*function = c->qualname[0] ? c->qualname : c->name;
+	*file = c->file;
+	return 0;
+}
+
+size_t pyframes_nodes(const struct pyframes *p)
+{
+	return p->nnodes;
+}
+
 uint64_t pyframes_site(struct pyframes *p, const uint64_t *ids, size_t n)
 {
 	uint32_t k = python_of(p, ids, n);

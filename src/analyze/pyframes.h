@@ -64,6 +64,17 @@ int pyframes_merge(struct pyframes *p, const uint64_t *ids, size_t nids,
 		   enum pyframes_mode mode, struct frame *nv, size_t nn,
 		   struct frame **out, size_t *nout);
 
+/* For grouping stacks by a frame (groups.h): the Python node a stack's
+ * frames hang from (nodes ids[0..n), innermost first; 0: none), a
+ * node's parent (0: none), and the names of its frame: 0 with the
+ * qualified name and the file, -1 when the node is no frame. */
+uint32_t pyframes_stack_node(const struct pyframes *p, const uint64_t *ids,
+			     size_t n);
+uint32_t pyframes_parent(const struct pyframes *p, uint32_t k);
+int pyframes_names(const struct pyframes *p, uint32_t k,
+		   const char **function, const char **file);
+size_t pyframes_nodes(const struct pyframes *p); /* ids below this */
+
 /* Line of the instruction at offset (16-bit code units) in a code whose
  * line table (CPython 3.11's format) is lt[0..n) and first line first;
  * 0 when the table has none for it. */

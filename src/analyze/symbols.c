@@ -939,3 +939,51 @@ void symbols_frames_free(struct frame *f, size_t n)
 	}
 	free(f);
 }
+
+uint32_t symbols_module_number(const struct symbols *s, uint64_t ip,
+			       uint64_t when)
+{
+	const struct module *m = find_module_at(s, ip, when);
+	return m ? (uint32_t)(m - s->mods) + 1 : 0;
+}
+
+int symbols_functions(struct symbols *s, uint64_t ip, uint64_t when,
+		      symbols_function_fn fn, void *ctx, int *inlined)
+{
+	struct module *m = find_module_at(s, ip, when);
+	*inlined = 0;
+	if (!m)
+		return 0;
+	if (!s->reported)
+		report_modules(s);
+	Dwfl *dwfl = dwfl_of(s, m);
+	Dwfl_Module *dm = dwfl ? dwfl_addrmodule(dwfl, ip ? ip - 1 : 0)
+			       : NULL;
+	if (!dm)
+		return 0;
+	Dwarf_Addr bias;
+	/* as resolve reads the runtimes': by their symbols alone */
+	*inlined = !is_runtime(m->path) && dwfl_module_getdwarf(dm, &bias);
+	if (*inlined)
+		return 0;
+	int n = dwfl_module_getsymtab(dm);
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(dm, i, &sym, &addr,
+							   &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !sym.st_size || shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		char *d = demangled(s, name);
+		if (!d)
+			return hs_error("out of memory");
+		int rc = fn(ctx, addr, addr + sym.st_size, d);
+		free(d);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}

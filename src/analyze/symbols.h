@@ -68,4 +68,17 @@ int symbols_resolve_at(struct symbols *s, uint64_t ip, uint64_t when,
 		       struct frame **frames, size_t *n, size_t *cap);
 void symbols_frames_free(struct frame *f, size_t n);
 
+/* For matching many addresses by function name without resolving each
+ * (groups.c).  The number (1-based) of the module that held ip at `when`
+ * (0: none).  Then its function symbols: fn(ctx, lo, hi, name) for each,
+ * [lo, hi) as mapped, name demangled (valid during the call); unless
+ * *inlined says its debug information has inlined calls, frames of their
+ * own that only symbols_resolve_at gives.  0, or fn's -1. */
+uint32_t symbols_module_number(const struct symbols *s, uint64_t ip,
+			       uint64_t when);
+typedef int (*symbols_function_fn)(void *ctx, uint64_t lo, uint64_t hi,
+				   const char *name);
+int symbols_functions(struct symbols *s, uint64_t ip, uint64_t when,
+		      symbols_function_fn fn, void *ctx, int *inlined);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
+#include "analyze/frame_match.h"
 #include "analyze/pyframes.h"
 #include "commands.h"
 #include "base/error.h"
@@ -23,12 +24,13 @@ struct analyze_opts {
 	const struct report_format *format; /* on stdout */
 	const char *json;                   /* a file, besides */
 	struct report_opts ro;              /* the text report's frames */
+	struct frame_match *group_match;    /* --group-by-frame, --operators */
 };
 
 enum { OPT_JSON = 'j', OPT_FORMAT = 'f', OPT_BATCHES = 'b', OPT_WARMUP = 'w',
        OPT_TOP = 'n', OPT_SITE = 's', OPT_DEBUGINFO = 0x100,
        OPT_FRAMES, OPT_RUNTIME_FRAMES, OPT_FULL_NAMES, OPT_FROM, OPT_UNTIL,
-       OPT_PYTHON_FRAMES };
+       OPT_PYTHON_FRAMES, OPT_GROUP_BY_FRAME, OPT_OPERATORS };
 
 static const struct argp_option options[] = {
 	{ "format", OPT_FORMAT, "FORMAT", 0,
@@ -57,6 +59,16 @@ static const struct argp_option options[] = {
 	  "Group stacks by allocation site (innermost frame; with Python "
 	  "frames, the innermost Python line), with the paths that reach it "
 	  "underneath", 0 },
+	{ "group-by-frame", OPT_GROUP_BY_FRAME, "PATTERN", 0,
+	  "Also report growth per group of stacks: each goes to the first "
+	  "frame, innermost first, whose function matches PATTERN (a glob; "
+	  "re:REGEX for a POSIX extended regex), named by what the first * "
+	  "(or the regex's first group) matched", 0 },
+	{ "operators", OPT_OPERATORS, "FRAMEWORK", 0,
+	  "Growth per operator of a framework: 'torch' (the ATen "
+	  "dispatcher's at::_ops::*::call and ::redispatch) or 'paddle' "
+	  "(its kernels and operator Run frames); see heapslope-analyze(1)",
+	  0 },
 	{ "python-frames", OPT_PYTHON_FRAMES, "MODE", 0,
 	  "How stacks show a Python program's frames: 'merged' (the default: "
 	  "each interpreter frame replaced by the Python lines it ran), "
@@ -147,6 +159,18 @@ static error_t parse(int key, char *arg, struct argp_state *state)
 					: o->a.from.ns >= o->a.until.ns))
 			argp_error(state, "--from must come before --until");
 		break;
+	case OPT_GROUP_BY_FRAME:
+	case OPT_OPERATORS:
+		if (o->group_match)
+			argp_error(state, "--group-by-frame and --operators: "
+					  "one of them, once");
+		o->group_match = key == OPT_OPERATORS
+					 ? frame_match_preset(arg)
+					 : frame_match_create(arg);
+		if (!o->group_match)
+			argp_error(state, "%s", hs_last_error());
+		o->a.group_match = o->group_match;
+		break;
 	case OPT_PYTHON_FRAMES:
 		if (!strcmp(arg, "merged"))
 			o->a.python_frames = PYFRAMES_MERGED;
@@ -229,8 +253,10 @@ int cmd_analyze(int argc, char **argv)
 	};
 	struct analysis *v[TRACES_MAX] = { 0 };
 	int rc = 1;
-	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o)) {
+		frame_match_destroy(o.group_match);
 		return 2;
+	}
 	for (size_t i = 0; i < o.npaths; i++)
 		if (!(v[i] = run_one(o.paths[i], &o.a, &rc)))
 			goto out;
@@ -246,5 +272,6 @@ int cmd_analyze(int argc, char **argv)
 out:
 	for (size_t i = 0; i < o.npaths; i++)
 		analysis_destroy(v[i]);
+	frame_match_destroy(o.group_match);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze/analysis.h"
+#include "analyze/groups.h"
 #include "analyze/pyframes.h"
 #include "analyze/recording.h"
 #include "analyze/symbols.h"
@@ -615,6 +616,42 @@ static cJSON *range(const struct analysis *a)
 	return r;
 }
 
+/* Growth by operator (--group-by-frame, --operators): the rows add up to
+ * growth.live_bytes_per_batch. */
+static cJSON *groups(const struct analysis *a)
+{
+	const struct groups *g = a->groups;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "pattern", string(g->pattern));
+	str_or_null(o, "preset", g->preset);
+	num(o, "rows_bytes_per_batch", g->rows_slope);
+	num(o, "stacks", (double)g->stacks);
+	num(o, "matched_stacks", (double)g->matched_stacks);
+	cJSON *v = cJSON_AddArrayToObject(o, "rows");
+	for (size_t i = 0; i < g->nrows; i++) {
+		const struct group_row *r = &g->rows[i];
+		cJSON *row = cJSON_CreateObject();
+		cJSON_AddItemToObject(row, "name", string(r->name));
+		cJSON_AddBoolToObject(row, "unmatched", r->unmatched);
+		num(row, "bytes_per_batch", r->bytes_per_batch);
+		num(row, "r2", r->r2);
+		num(row, "live_bytes_at_end", (double)r->live_bytes_at_end);
+		num(row, "leaked_bytes", (double)r->leaked_bytes);
+		num(row, "leaked_blocks", (double)r->leaked_blocks);
+		num(row, "allocations", (double)r->allocations);
+		num(row, "stacks", (double)r->stacks);
+		if (r->stacks) {
+			cJSON *top = stack(&r->top, 1);
+			num(top, "stack_id", (double)r->top.id);
+			cJSON_AddItemToObject(row, "top_stack", top);
+		} else {
+			cJSON_AddNullToObject(row, "top_stack");
+		}
+		cJSON_AddItemToArray(v, row);
+	}
+	return o;
+}
+
 static cJSON *report(const struct analysis *a)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -643,6 +680,8 @@ static cJSON *report(const struct analysis *a)
 	cJSON_AddItemToObject(root, "mappings", mappings(a));
 	if (a->regions.nnames)
 		cJSON_AddItemToObject(root, "regions", regions(a));
+	if (a->groups)
+		cJSON_AddItemToObject(root, "groups", groups(a));
 	return root;
 }
 

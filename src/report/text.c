@@ -445,6 +445,12 @@ static void frames(FILE *o, const struct frame *v, size_t n,
 		fprintf(o, "%s... %zu more frames\n", indent, n - from - shown);
 }
 
+void text_frames(FILE *o, const struct frame *v, size_t n,
+		 const char *indent, const struct report_opts *ro)
+{
+	frames(o, v, n, indent, ro);
+}
+
 /* Whether any stack shown had runtime frames left out, for the note. */
 static int runtime_hidden(const struct analysis *a)
 {
@@ -633,6 +639,7 @@ int text_write(FILE *o, const struct analysis *a,
 	verdict(o, a, opts);
 	decomposition(o, a);
 	series(o, a, utf8);
+	text_groups(o, a, opts);
 	/* the growth the verdict names comes first */
 	if (a->verdict.verdict == VERDICT_MAPPED) {
 		mappings(o, a, opts);

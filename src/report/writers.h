@@ -16,6 +16,13 @@ void text_stack(FILE *out, const struct stack_growth *g, const char *lead,
  * regions. */
 void text_regions(FILE *out, const struct analysis *a,
 		  const struct report_opts *o);
+/* text.c's frames of a stack, as its stacks show them. */
+struct frame;
+void text_frames(FILE *out, const struct frame *v, size_t n,
+		 const char *indent, const struct report_opts *o);
+/* text_groups.c: growth by operator (analyze --group-by-frame). */
+void text_groups(FILE *out, const struct analysis *a,
+		 const struct report_opts *o);
 /* compare.c: several traces' growth figures, one line each. */
 int compare_write(FILE *out, struct analysis *const *v, size_t n,
 		  const struct report_opts *o);

@@ -347,6 +347,66 @@ def _fragmentation(s, f, verdict):
               f"pinned_bytes {pinned}")
 
 
+def _groups(s, g, growth):
+    """analyze --group-by-frame / --operators (heapslope-report(5)
+    GROUPS): the rows, ranked, the unmatched one last, adding up to the
+    live heap's slope."""
+    path = "$.groups"
+    if not s.obj(g, path, ("pattern", "preset", "rows_bytes_per_batch",
+                           "stacks", "matched_stacks", "rows")):
+        return
+    s.str_(g, "pattern", path, nonempty=True)
+    s.str_(g, "preset", path, null=True, nonempty=True)
+    total = s.num(g, "rows_bytes_per_batch", path)
+    n = s.int_(g, "stacks", path)
+    matched = s.int_(g, "matched_stacks", path)
+    if n is not None and matched is not None and matched > n:
+        s.err(path, f"matched_stacks {matched} > stacks {n}")
+    rows = g.get("rows")
+    if not isinstance(rows, list) or not rows:
+        s.err(f"{path}.rows", f"not a non-empty list: {rows!r:.80}")
+        return
+    keys = ("name", "unmatched", "bytes_per_batch", "r2", "live_bytes_at_end",
+            "leaked_bytes", "leaked_blocks", "allocations", "stacks",
+            "top_stack")
+    added, prev, in_rows = 0.0, None, 0
+    for i, r in enumerate(rows):
+        rp = f"{path}.rows[{i}]"
+        if not s.obj(r, rp, keys):
+            continue
+        s.str_(r, "name", rp, nonempty=True)
+        s.bool_(r, "unmatched", rp)
+        if r.get("unmatched") is not (i == len(rows) - 1):
+            s.err(f"{rp}.unmatched", "the unmatched row is the last, only")
+        bpb = s.num(r, "bytes_per_batch", rp)
+        if bpb is not None:
+            added += bpb
+            if not r.get("unmatched") and prev is not None and bpb > prev:
+                s.err(f"{rp}.bytes_per_batch", f"{bpb} ranked below {prev}")
+            prev = bpb if not r.get("unmatched") else prev
+        s.num(r, "r2", rp, lo=-R2_EPS, hi=1 + R2_EPS)
+        for k in ("live_bytes_at_end", "leaked_bytes", "leaked_blocks",
+                  "allocations"):
+            s.int_(r, k, rp)
+        k = s.int_(r, "stacks", rp)
+        in_rows += k or 0
+        top = r.get("top_stack")
+        if top is None:
+            if k:
+                s.err(f"{rp}.top_stack", "null for a row with stacks")
+        elif s.obj(top, f"{rp}.top_stack", ("bytes_per_batch", "stack_id",
+                                            "frames")):
+            _frames(s, top.get("frames"), f"{rp}.top_stack")
+    if n is not None and in_rows != n:
+        s.err(path, f"the rows have {in_rows} stacks, not {n}")
+    if total is not None and abs(total - added) > 1e-6 * max(1, abs(added)):
+        s.err(path, f"rows_bytes_per_batch {total} != the rows' {added}")
+    live = growth.get("live_bytes_per_batch") if isinstance(growth, dict) \
+        else None
+    if _is_num(live) and abs(added - live) > 1e-6 * max(1, abs(live)):
+        s.err(path, f"the rows add up to {added}, not the live heap's {live}")
+
+
 def validate_report(d, what="report"):
     """Every field and type of the DESIGN.md contract, and the rules that
     tie them together.  Fails with the list of problems."""
@@ -490,6 +550,8 @@ def validate_report(d, what="report"):
             s.err(path, f"leaked_bytes {lb} without a leaked block")
         _frames(s, e.get("frames"), path)
     _fragmentation(s, d.get("fragmentation"), d.get("verdict"))
+    if "groups" in d:
+        _groups(s, d["groups"], d.get("growth"))
     if s.errors:
         shown = "\n  ".join(s.errors[:30])
         fail(f"{what}: the report breaks the JSON contract "
