@@ -1,6 +1,6 @@
 /* trainsim: a training-loop simulator with exactly known heap behaviour.
  *
- * usage: trainsim [--batches N] [--ops N] [--no-leak]
+ * usage: trainsim [--batches N] [--ops N] [--no-leak] [--regions]
  *        (defaults: 50 batches, 20000 operations per batch)
  *
  * Each batch, B = --batches, P = --ops:
@@ -24,6 +24,10 @@
  *     freed entirely before main returns (10,240 B per batch);
  *   - HEAPSLOPE_MARK_BATCH().
  * --no-leak drops leak_activation_history and cache_batch_stats.
+ * --regions: each batch runs in region "step", each operation in a region
+ * inside it named after its phase ("forward", "backward", "optimizer"),
+ * the leaks in "forward" (the most regions a program would open: two
+ * records per operation); counts and sizes are the same.
  *
  * Exact counts (the counting rules of DESIGN.md; the program itself does
  * no other allocation, its summary goes out through snprintf and write):
@@ -327,15 +331,32 @@ static void free_cache(void)
 	}
 }
 
+static int regions;
+
+static inline void region_begin(const char *name)
+{
+	if (regions)
+		HEAPSLOPE_REGION_BEGIN(name);
+}
+
+static inline void region_end(void)
+{
+	if (regions)
+		HEAPSLOPE_REGION_END();
+}
+
 static NOINLINE void run_batch(unsigned batch, unsigned long ops, int leak)
 {
 	unsigned leaks = 0;
+	region_begin("step");
 	zero_grad_buffers();
 	for (unsigned long i = 0; i < ops; i++) {
 		/* leak j happens before operation floor(j * ops / 100) */
 		while (leak && leaks < LEAK_BLOCKS &&
 		       (uint64_t)leaks * ops <= (uint64_t)i * LEAK_BLOCKS) {
+			region_begin("forward");
 			forward_record();
+			region_end();
 			leaks++;
 		}
 		struct op op;
@@ -344,12 +365,17 @@ static NOINLINE void run_batch(unsigned batch, unsigned long ops, int leak)
 		unsigned levels = 1 + (unsigned)((r >> 8) % MAX_DESCEND);
 		op.slot = (unsigned)((r >> 16) % POOL_SLOTS);
 		op.size = pick_size();
-		if (op.site < 16)
+		if (op.site < 16) {
+			region_begin("forward");
 			forward_pass(levels, &op);
-		else if (op.site < 24)
+		} else if (op.site < 24) {
+			region_begin("backward");
 			backward_pass(levels, &op);
-		else
+		} else {
+			region_begin("optimizer");
 			optimizer_step(levels, &op);
+		}
+		region_end();
 	}
 	while (leak && leaks < LEAK_BLOCKS) {
 		forward_record();
@@ -360,6 +386,7 @@ static NOINLINE void run_batch(unsigned batch, unsigned long ops, int leak)
 	pool_drain();
 	if (leak)
 		cache_batch_stats(batch);
+	region_end();
 	HEAPSLOPE_MARK_BATCH();
 }
 
@@ -377,7 +404,8 @@ static int parse_count(const char *s, unsigned long max, unsigned long *out)
 
 static void usage(void)
 {
-	fputs("usage: trainsim [--batches N] [--ops N] [--no-leak]\n", stderr);
+	fputs("usage: trainsim [--batches N] [--ops N] [--no-leak] "
+	      "[--regions]\n", stderr);
 	exit(2);
 }
 
@@ -396,6 +424,8 @@ int main(int argc, char **argv)
 				usage();
 		} else if (!strcmp(argv[i], "--no-leak")) {
 			leak = 0;
+		} else if (!strcmp(argv[i], "--regions")) {
+			regions = 1;
 		} else {
 			usage();
 		}

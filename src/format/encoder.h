@@ -324,7 +324,9 @@ static inline uint8_t *enc_py_at(uint8_t *p, uint64_t python)
 }
 
 /* Regions (heapslope_region_begin/end): a name, once per id, then the
- * thread's begins and ends, each with its absolute time. */
+ * thread's begins and ends (no time of their own: a program may open one
+ * around each operation, and the time records place them closely
+ * enough). */
 #define HS_REGION_NAME_MAX(n) (1 + 4 * HS_VARINT_MAX + (n))
 
 static inline uint8_t *enc_region_name(uint8_t *p, uint64_t id,
@@ -334,18 +336,18 @@ static inline uint8_t *enc_region_name(uint8_t *p, uint64_t id,
 	return ext_end(payload, enc_str(varint_put(payload, id), name, n));
 }
 
-#define HS_REGION_MAX (1 + 4 * HS_VARINT_MAX)
+#define HS_REGION_MAX (1 + 3 * HS_VARINT_MAX)
 
-static inline uint8_t *enc_region_begin(uint8_t *p, uint64_t t, uint64_t id)
+static inline uint8_t *enc_region_begin(uint8_t *p, uint64_t id)
 {
 	uint8_t *payload = ext_begin(p, HS_EXT_REGION_BEGIN);
-	return ext_end(payload, varint_put(varint_put(payload, t), id));
+	return ext_end(payload, varint_put(payload, id));
 }
 
-static inline uint8_t *enc_region_end(uint8_t *p, uint64_t t)
+static inline uint8_t *enc_region_end(uint8_t *p)
 {
 	uint8_t *payload = ext_begin(p, HS_EXT_REGION_END);
-	return ext_end(payload, varint_put(payload, t));
+	return ext_end(payload, payload);
 }
 
 /* A header under construction, in a caller-owned buffer. */

@@ -200,6 +200,8 @@ void hs_rec_layout(FILE *o, const struct hs_rec_desc *d)
 void hs_ext_layout(FILE *o, const struct hs_rec_desc *d)
 {
 	fprintf(o, "%u\t%s\t", d->kind, d->title);
+	if (!d->nfields)
+		fputs("(none)", o);
 	layout_fields(o, d);
 }
 

@@ -195,13 +195,10 @@ static const struct hs_rec_desc ext_descs[] = {
 		REST("id", HS_P_DEC, id),
 		STR("name", str, str_len),
 	  }, ORDER_STORED },
-	{ HS_EXT_REGION_BEGIN, "region-begin", 0, 2, {
-		REST("time", HS_P_NONE, time_ns),
+	{ HS_EXT_REGION_BEGIN, "region-begin", 0, 1, {
 		REST("id", HS_P_DEC, id),
 	  }, ORDER_STORED },
-	{ HS_EXT_REGION_END, "region-end", 0, 1, {
-		REST("time", HS_P_NONE, time_ns),
-	  }, ORDER_STORED },
+	{ HS_EXT_REGION_END, "region-end", 0, 0, { }, ORDER_STORED },
 	{ HS_EXT_PY_AT, "pyat", 0, 1, {
 		REST("python", HS_P_DEC, py.python),
 	  }, ORDER_STORED },

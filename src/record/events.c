@@ -655,7 +655,6 @@ void rec_region(const char *name)
 {
 	if (!hs_live->on)
 		return;
-	uint64_t t = now_ns();
 	rec_lock();
 	uint8_t *p = reserve_thread(HS_REGION_NAME_MAX(REGIONS_NAME_MAX) +
 				    HS_REGION_MAX);
@@ -667,9 +666,9 @@ void rec_region(const char *name)
 			const char *s = regions_name(id, &n);
 			p = enc_region_name(p, id, s, n);
 		}
-		buffer_commit(enc_region_begin(p, t, id));
+		buffer_commit(enc_region_begin(p, id));
 	} else if (p) {
-		buffer_commit(enc_region_end(p, t));
+		buffer_commit(enc_region_end(p));
 	}
 	rec_unlock();
 }

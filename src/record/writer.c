@@ -8,7 +8,10 @@
 #include "../base/rmem.h"
 #include "internal.h"
 
-#define ZSTD_LEVEL 1
+/* 3, not 1: the stack records of a program with ever-new deep stacks
+ * (import torch) come out 10% smaller, for no more of the writer's time
+ * on the simulator (both measured) and 1 MB more of its context */
+#define ZSTD_LEVEL 3
 #define TICK_NS (10 * 1000000ull)          /* time records */
 #define FLUSH_NS (500 * 1000000ull)        /* at least twice per second */
 

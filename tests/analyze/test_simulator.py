@@ -122,5 +122,38 @@ def test_no_leak():
                  "totals.leaked_blocks with --no-leak")
 
 
+def test_regions():
+    """trainsim --regions: region "step" around each batch, one named
+    after its phase around each operation and each leak ("forward",
+    "backward", "optimizer"): the same events as without regions, and
+    growth by region exact: forward 102,400 B/batch (the leaks), step
+    10,240 (the cache, allocated in the batch's region only), the others
+    and the outside 0; the rows add up to the live heap's slope."""
+    args = ["--batches", "20", "--ops", "4000"]
+    with tmpdir() as d:
+        plain = record_trace([trainsim()] + args, d, "plain.hst")
+        with_regions = record_trace([trainsim()] + args + ["--regions"], d,
+                                    "regions.hst")
+        a, b = dump_stats(plain), dump_stats(with_regions)
+        for k in ("allocations", "frees", "reallocs", "allocated_bytes"):
+            check_eq(b[k], a[k], f"{k} with --regions")
+        rep = analyze(with_regions)
+        validate_report(rep, "trainsim --regions report")
+        rows = {r["name"]: r for r in rep["regions"]["by_name"]}
+        want = {"forward": LEAK_PER_BATCH, "step": CACHE_PER_BATCH,
+                "backward": 0, "optimizer": 0, "(outside any region)": 0}
+        for name, slope in want.items():
+            check(name in rows, f"no region row {name!r}: {sorted(rows)}")
+            check(abs(rows[name]["bytes_per_batch"] - slope) < 1,
+                  f"region {name}: {rows[name]['bytes_per_batch']} B/batch, "
+                  f"want {slope}")
+        total = sum(r["bytes_per_batch"] for r in rows.values())
+        check(abs(total - rep["growth"]["live_bytes_per_batch"]) < 1,
+              f"region rows add up to {total}, the live heap grows "
+              f"{rep['growth']['live_bytes_per_batch']} B/batch")
+        check_eq(rows["forward"]["leaked_bytes"], 20 * LEAK_PER_BATCH,
+                 "forward's leaked bytes")
+
+
 if __name__ == "__main__":
-    main([test_leak_and_cache, test_no_leak])
+    main([test_leak_and_cache, test_no_leak, test_regions])

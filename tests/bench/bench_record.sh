@@ -13,7 +13,10 @@
 #   --batches N, --ops N   trainsim's size (default 200 x 20000: 8 M events,
 #               a native run of about 0.75 s on a 2-core machine)
 #   --quick     smoke mode: 1 run, no warm-up, 20 batches
-#   --workload NAME   trainsim (the default); python: a Python loop of
+#   --workload NAME   trainsim (the default); regions: trainsim with a
+#               region around each batch and each operation (--regions:
+#               two region records per operation, the most a program
+#               would write); python: a Python loop of
 #               dicts and bytearrays (--batches iterations, default 300);
 #               torch: data/torch_train.py (--batches steps, default 40)
 #               under /usr/bin/python3 with Debian's python3-torch.  The
@@ -69,7 +72,7 @@ while (($#)); do
 	shift
 done
 case $workload in
-trainsim) ;;
+trainsim|regions) ;;
 python) ((batches_set)) || batches=300 ;;
 torch) ((batches_set)) || batches=40 ;;
 *) echo "bench_record.sh: unknown workload $workload" >&2; exit 2 ;;
@@ -78,7 +81,7 @@ if ((quick)); then
 	runs=1
 	warmup=0
 	((batches_set)) || case $workload in
-		trainsim) batches=20 ;;
+		trainsim|regions) batches=20 ;;
 		python) batches=50 ;;
 		torch) batches=5 ;;
 		esac
@@ -111,6 +114,8 @@ fi
 case $workload in
 trainsim)
 	cmd=("$trainsim" --batches "$batches" --ops "$ops") ;;
+regions)
+	cmd=("$trainsim" --batches "$batches" --ops "$ops" --regions) ;;
 python)
 	cmd=(/usr/bin/python3 "$here/pyloop.py" "$batches") ;;
 torch)
@@ -119,7 +124,8 @@ torch)
 	cmd=(/usr/bin/python3 "$root/data/torch_train.py" --steps "$batches") ;;
 esac
 # the Python workloads: the same allocator under every tool
-[[ $workload == trainsim ]] || export PYTHONMALLOC=malloc
+[[ $workload == trainsim || $workload == regions ]] ||
+	export PYTHONMALLOC=malloc
 
 # run NAME CMD...: one timed run; appends "wall_s max_rss_kb trace_bytes
 # compressor_rss_kb" to $work/NAME.runs
@@ -170,7 +176,7 @@ heaptrack() {
 }
 
 tools=(native)
-[[ $workload == trainsim ]] || tools+=(nopy)
+[[ $workload == trainsim || $workload == regions ]] || tools+=(nopy)
 tools+=(heapslope)
 [[ -n $heaptrack ]] && tools+=(heaptrack)
 
@@ -207,7 +213,7 @@ allocs=$(stat_of allocations)
 frees=$(stat_of frees)
 reallocs=$(stat_of reallocs)
 events=$((allocs + frees + reallocs))
-if [[ $workload == trainsim ]]; then
+if [[ $workload == trainsim || $workload == regions ]]; then
 	want=$("${cmd[@]}")
 	for k in allocations frees reallocs; do
 		w=$(sed -n "s/.* $k=\([0-9]*\).*/\1/p" <<<"$want")
