@@ -1,6 +1,7 @@
 /* trainsim: a training-loop simulator with exactly known heap behaviour.
  *
- * usage: trainsim [--batches N] [--ops N] [--no-leak] [--regions]
+ * usage: trainsim [--batches N] [--ops N] [--no-leak]
+ *                 [--regions | --regions-per-op]
  *        (defaults: 50 batches, 20000 operations per batch)
  *
  * Each batch, B = --batches, P = --ops:
@@ -24,10 +25,14 @@
  *     freed entirely before main returns (10,240 B per batch);
  *   - HEAPSLOPE_MARK_BATCH().
  * --no-leak drops leak_activation_history and cache_batch_stats.
- * --regions: each batch runs in region "step", each operation in a region
- * inside it named after its phase ("forward", "backward", "optimizer"),
- * the leaks in "forward" (the most regions a program would open: two
- * records per operation); counts and sizes are the same.
+ * --regions: each batch runs in region "step", and its operations phase by
+ * phase (all the forward ones in their order, then the backward ones, then
+ * the optimizer's), each phase in a region inside "step" named after it
+ * ("forward", "backward", "optimizer"; the leaks go with the forward
+ * phase), as a training step runs; --regions-per-op: the operations in
+ * their mixed order, each in a region of its phase (two region records per
+ * operation, the most a program would write).  Counts, sizes, stacks and
+ * the live bytes at each mark are the same.
  *
  * Exact counts (the counting rules of DESIGN.md; the program itself does
  * no other allocation, its summary goes out through snprintf and write):
@@ -331,6 +336,8 @@ static void free_cache(void)
 	}
 }
 
+/* --regions: 1, each phase of a batch in a region of its own (the
+ * operations run phase by phase); 2, each operation in one (--regions-per-op) */
 static int regions;
 
 static inline void region_begin(const char *name)
@@ -345,19 +352,32 @@ static inline void region_end(void)
 		HEAPSLOPE_REGION_END();
 }
 
-static NOINLINE void run_batch(unsigned batch, unsigned long ops, int leak)
+enum phase { FORWARD, BACKWARD, OPTIMIZER, PHASES };
+static const char *const phase_names[PHASES] = { "forward", "backward",
+						  "optimizer" };
+
+static enum phase phase_of(unsigned site)
 {
-	unsigned leaks = 0;
-	region_begin("step");
-	zero_grad_buffers();
+	return site < 16 ? FORWARD : site < 24 ? BACKWARD : OPTIMIZER;
+}
+
+/* The batch's operations of one phase (all of them: PHASES), in their
+ * order; the random numbers of the others are drawn all the same, so
+ * that each operation is the same whichever phase runs it. */
+static void run_ops(unsigned long ops, int leak, enum phase only,
+		    unsigned *leaks)
+{
 	for (unsigned long i = 0; i < ops; i++) {
 		/* leak j happens before operation floor(j * ops / 100) */
-		while (leak && leaks < LEAK_BLOCKS &&
-		       (uint64_t)leaks * ops <= (uint64_t)i * LEAK_BLOCKS) {
-			region_begin("forward");
+		while (leak && *leaks < LEAK_BLOCKS &&
+		       (uint64_t)*leaks * ops <= (uint64_t)i * LEAK_BLOCKS &&
+		       (only == PHASES || only == FORWARD)) {
+			if (regions == 2)
+				region_begin("forward");
 			forward_record();
-			region_end();
-			leaks++;
+			if (regions == 2)
+				region_end();
+			(*leaks)++;
 		}
 		struct op op;
 		uint64_t r = next_random();
@@ -365,20 +385,45 @@ static NOINLINE void run_batch(unsigned batch, unsigned long ops, int leak)
 		unsigned levels = 1 + (unsigned)((r >> 8) % MAX_DESCEND);
 		op.slot = (unsigned)((r >> 16) % POOL_SLOTS);
 		op.size = pick_size();
-		if (op.site < 16) {
-			region_begin("forward");
+		enum phase ph = phase_of(op.site);
+		if (only != PHASES && ph != only)
+			continue;
+		if (regions == 2)
+			region_begin(phase_names[ph]);
+		if (ph == FORWARD)
 			forward_pass(levels, &op);
-		} else if (op.site < 24) {
-			region_begin("backward");
+		else if (ph == BACKWARD)
 			backward_pass(levels, &op);
-		} else {
-			region_begin("optimizer");
+		else
 			optimizer_step(levels, &op);
+		if (regions == 2)
+			region_end();
+	}
+}
+
+static NOINLINE void run_batch(unsigned batch, unsigned long ops, int leak)
+{
+	unsigned leaks = 0;
+	region_begin("step");
+	zero_grad_buffers();
+	if (regions == 1) {
+		/* phase by phase, each drawing the batch's numbers again */
+		uint64_t start = rng, end = rng;
+		for (enum phase ph = FORWARD; ph < PHASES; ph++) {
+			rng = start;
+			region_begin(phase_names[ph]);
+			run_ops(ops, leak, ph, &leaks);
+			region_end();
+			end = rng;
 		}
-		region_end();
+		rng = end;
+	} else {
+		run_ops(ops, leak, PHASES, &leaks);
 	}
 	while (leak && leaks < LEAK_BLOCKS) {
+		region_begin("forward");
 		forward_record();
+		region_end();
 		leaks++;
 	}
 	accumulate_gradients();
@@ -405,7 +450,7 @@ static int parse_count(const char *s, unsigned long max, unsigned long *out)
 static void usage(void)
 {
 	fputs("usage: trainsim [--batches N] [--ops N] [--no-leak] "
-	      "[--regions]\n", stderr);
+	      "[--regions | --regions-per-op]\n", stderr);
 	exit(2);
 }
 
@@ -426,6 +471,8 @@ int main(int argc, char **argv)
 			leak = 0;
 		} else if (!strcmp(argv[i], "--regions")) {
 			regions = 1;
+		} else if (!strcmp(argv[i], "--regions-per-op")) {
+			regions = 2;
 		} else {
 			usage();
 		}

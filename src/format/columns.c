@@ -8,7 +8,7 @@
 
 /* The columns, named as records.h declares them. */
 enum { TAGS = HS_COL_TAGS, SIZES = HS_COL_SIZES, STACKS = HS_COL_STACKS,
-       PTRS = HS_COL_PTRS, NSTREAMS = HS_COLUMNS };
+       PTRS = HS_COL_PTRS, REST = HS_COL_REST, NSTREAMS = HS_COLUMNS };
 
 struct cursor {
 	const uint8_t *p, *end;
@@ -180,8 +180,17 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		case HS_REC_FREE:
 			bad = copy_varint(&col[PTRS], &out);
 			break;
+		case HS_REC_REALLOC:
+			bad = copy_varint(&col[PTRS], &out) ||
+			      copy_varint(&col[PTRS], &out) ||
+			      copy_varint(&col[SIZES], &out) ||
+			      copy_varint(&col[STACKS], &out);
+			break;
 		default:
-			bad = walk(tag, NULL, &out, col, NULL, 0);
+			bad = tag == HS_REC_EXT
+				      ? copy_varint(&col[REST], &out) ||
+						move_str(&col[REST], &out)
+				      : walk(tag, NULL, &out, col, NULL, 0);
 		}
 		if (bad)
 			return (size_t)-1;
@@ -195,10 +204,34 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 /* The length of the varint at in, which is moved past it. */
 static inline int skip_varint(struct cursor *in, size_t *len)
 {
+	if (in->end - in->p >= 8) { /* the length from the stop bits */
+		uint64_t w;
+		memcpy(&w, in->p, 8);
+		uint64_t stops = ~w & 0x8080808080808080ull;
+		if (stops) {
+			size_t l = ((size_t)__builtin_ctzll(stops) >> 3) + 1;
+			in->p += l;
+			*len += l;
+			return 0;
+		}
+	}
 	const uint8_t *start = in->p;
 	uint64_t x;
 	if (varint_get(&in->p, in->end, &x))
 		return -1;
+	*len += (size_t)(in->p - start);
+	return 0;
+}
+
+/* The length of the string (length varint and bytes) at in. */
+static inline int skip_str(struct cursor *in, size_t *len)
+{
+	const uint8_t *start = in->p;
+	uint64_t n;
+	if (varint_get(&in->p, in->end, &n) ||
+	    n > (uint64_t)(in->end - in->p))
+		return -1;
+	in->p += n;
 	*len += (size_t)(in->p - start);
 	return 0;
 }
@@ -225,8 +258,17 @@ static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 			case HS_REC_FREE:
 				bad = skip_varint(&in, &col[PTRS].n);
 				break;
-			default:
-				bad = walk(tag, &in, NULL, NULL, col, 1);
+			case HS_REC_REALLOC:
+				bad = skip_varint(&in, &col[PTRS].n) ||
+				      skip_varint(&in, &col[PTRS].n) ||
+				      skip_varint(&in, &col[SIZES].n) ||
+				      skip_varint(&in, &col[STACKS].n);
+				break;
+			default: /* an extension: type and payload, as walk */
+				bad = tag == HS_REC_EXT
+					      ? skip_varint(&in, &col[REST].n) ||
+							skip_str(&in, &col[REST].n)
+					      : walk(tag, &in, NULL, NULL, col, 1);
 			}
 		} else {
 			if (col[TAGS].p == col[TAGS].end)
@@ -241,8 +283,18 @@ static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 			case HS_REC_FREE:
 				bad = copy_varint(&in, &col[PTRS]);
 				break;
-			default:
-				bad = walk(tag, &in, NULL, NULL, col, 1);
+			case HS_REC_REALLOC:
+				bad = copy_varint(&in, &col[PTRS]) ||
+				      copy_varint(&in, &col[PTRS]) ||
+				      copy_varint(&in, &col[SIZES]) ||
+				      copy_varint(&in, &col[STACKS]);
+				break;
+			default: /* extensions (a Python program's stack
+				  * changes: one in two events) as walk would */
+				bad = tag == HS_REC_EXT
+					      ? copy_varint(&in, &col[REST]) ||
+							move_str(&in, &col[REST])
+					      : walk(tag, &in, NULL, NULL, col, 1);
 			}
 		}
 		if (bad)

@@ -178,12 +178,17 @@ static void print_entry(const struct entry *e, int wpath, int wpid,
 	counts_text(&e->s, ev, marks);
 	size_text(e->s.bytes, size, sizeof(size));
 	command_text(e->s.command, cmd, sizeof(cmd));
+	/* stopped on an error (disk full): the counts are the recorder's,
+	 * and what could not be written is not in the file */
+	const char *state = !e->s.complete ? "incomplete  "
+			    : e->s.end_reason == HS_END_ERROR
+				    ? "stopped early, not all in the trace  "
+				    : "";
 	fprintf(stderr, "heapslope: trace written to %-*s  pid %-*llu  parent "
 			"%-*llu  %*s events  %*s marks  %*s  %s%s",
 		wpath, e->shown, wpid, (unsigned long long)e->s.pid, wppid,
 		(unsigned long long)e->s.ppid, wev, ev, wmarks, marks, wsize,
-		size,
-		e->s.complete ? "" : "incomplete  ", cmd);
+		size, state, cmd);
 	if (e->s.malloc_owner)
 		fprintf(stderr, "  (no allocation recorded: the program's "
 				"malloc is %s's own)", e->s.malloc_owner);

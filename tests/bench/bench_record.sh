@@ -14,9 +14,11 @@
 #               a native run of about 0.75 s on a 2-core machine)
 #   --quick     smoke mode: 1 run, no warm-up, 20 batches
 #   --workload NAME   trainsim (the default); regions: trainsim with a
-#               region around each batch and each operation (--regions:
-#               two region records per operation, the most a program
-#               would write); python: a Python loop of
+#               region around each batch and each of its phases (--regions:
+#               the operations run phase by phase); regions-per-op: a
+#               region around each operation (--regions-per-op: two region
+#               records per operation, the most a program would write);
+#               python: a Python loop of
 #               dicts and bytearrays (--batches iterations, default 300);
 #               torch: data/torch_train.py (--batches steps, default 40)
 #               under /usr/bin/python3 with Debian's python3-torch.  The
@@ -72,7 +74,7 @@ while (($#)); do
 	shift
 done
 case $workload in
-trainsim|regions) ;;
+trainsim|regions|regions-per-op) ;;
 python) ((batches_set)) || batches=300 ;;
 torch) ((batches_set)) || batches=40 ;;
 *) echo "bench_record.sh: unknown workload $workload" >&2; exit 2 ;;
@@ -81,7 +83,7 @@ if ((quick)); then
 	runs=1
 	warmup=0
 	((batches_set)) || case $workload in
-		trainsim|regions) batches=20 ;;
+		trainsim|regions|regions-per-op) batches=20 ;;
 		python) batches=50 ;;
 		torch) batches=5 ;;
 		esac
@@ -114,8 +116,8 @@ fi
 case $workload in
 trainsim)
 	cmd=("$trainsim" --batches "$batches" --ops "$ops") ;;
-regions)
-	cmd=("$trainsim" --batches "$batches" --ops "$ops" --regions) ;;
+regions|regions-per-op)
+	cmd=("$trainsim" --batches "$batches" --ops "$ops" "--$workload") ;;
 python)
 	cmd=(/usr/bin/python3 "$here/pyloop.py" "$batches") ;;
 torch)
@@ -124,7 +126,7 @@ torch)
 	cmd=(/usr/bin/python3 "$root/data/torch_train.py" --steps "$batches") ;;
 esac
 # the Python workloads: the same allocator under every tool
-[[ $workload == trainsim || $workload == regions ]] ||
+[[ $workload == trainsim || $workload == regions* ]] ||
 	export PYTHONMALLOC=malloc
 
 # run NAME CMD...: one timed run; appends "wall_s max_rss_kb trace_bytes
@@ -176,7 +178,7 @@ heaptrack() {
 }
 
 tools=(native)
-[[ $workload == trainsim || $workload == regions ]] || tools+=(nopy)
+[[ $workload == trainsim || $workload == regions* ]] || tools+=(nopy)
 tools+=(heapslope)
 [[ -n $heaptrack ]] && tools+=(heaptrack)
 
@@ -213,7 +215,7 @@ allocs=$(stat_of allocations)
 frees=$(stat_of frees)
 reallocs=$(stat_of reallocs)
 events=$((allocs + frees + reallocs))
-if [[ $workload == trainsim || $workload == regions ]]; then
+if [[ $workload == trainsim || $workload == regions* ]]; then
 	want=$("${cmd[@]}")
 	for k in allocations frees reallocs; do
 		w=$(sed -n "s/.* $k=\([0-9]*\).*/\1/p" <<<"$want")

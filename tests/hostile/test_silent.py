@@ -145,6 +145,14 @@ def test_full_disk():
         check_eq(c.n.rc, 7, "churn natively: exit status")
         dump_reason(c, os.path.join(mnt, "trace.hst"),
                     r"no space|ENOSPC|full")
+        # record's listing does not claim the events it could not write
+        err = c.r.err.decode(errors="replace") \
+            if isinstance(c.r.err, bytes) else c.r.err
+        listed = [l for l in err.splitlines() if "trace written to" in l]
+        check(listed and all("stopped early, not all in the trace" in l or
+                             "incomplete" in l for l in listed),
+              "full disk: the listing does not say the trace stopped "
+              "early:\n" + err)
 
 
 def test_closed_descriptor():
