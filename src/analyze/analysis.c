@@ -185,9 +185,11 @@ _Static_assert(STACKS_JOINED == PYFRAMES_JOINED, "one range of joint ids");
 static int make_joint(void *ctx, uint64_t id, uint64_t native)
 {
 	struct pass *p = ctx;
-	if (p->map_stacks && stacks_join(p->map_stacks, id, native))
-		return -1;
-	return stacks_join(p->stacks, id, native);
+	int rc = stacks_join(p->stacks, id, native);
+	if (rc || !p->map_stacks)
+		return rc;
+	/* both tables have the same nodes: a joint is in both or neither */
+	return stacks_join(p->map_stacks, id, native) ? -1 : 0;
 }
 
 /* An event's stack with its thread's Python frames, if any. */
@@ -687,9 +689,11 @@ static uint64_t site_when(const struct analysis *a,
 		return SYMBOLS_NOW;
 	size_t n = stacks_ips(a->stacks, g->paths[0].id, ips, STACK_DEPTH_MAX);
 	stacks_ids(a->stacks, g->paths[0].id, ids, STACK_DEPTH_MAX);
-	for (size_t i = 0; i < n; i++)
-		if (ips[i] == g->site_ip && ids[i] < a->nnode_when)
-			return a->node_when[ids[i]];
+	for (size_t i = 0; i < n; i++) {
+		uint64_t id = stacks_native(a->stacks, ids[i]);
+		if (ips[i] == g->site_ip && id < a->nnode_when)
+			return a->node_when[id];
+	}
 	return SYMBOLS_NOW;
 }
 
@@ -764,9 +768,7 @@ int analysis_frames(const struct analysis *a, uint64_t id,
 	stacks_ids(a->stacks, id, ids, STACK_DEPTH_MAX);
 	for (size_t i = 0; i < depth; i++) {
 		/* a joint was made when its native node was in use */
-		uint64_t id = ids[i] >= STACKS_JOINED && i + 1 < depth
-				      ? ids[i + 1]
-				      : ids[i];
+		uint64_t id = stacks_native(a->stacks, ids[i]);
 		uint64_t when = id < a->nnode_when ? a->node_when[id]
 						   : SYMBOLS_NOW;
 		if (symbols_resolve_at(a->symbols, ips[i], when, &nv, &nn,

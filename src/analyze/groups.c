@@ -355,7 +355,8 @@ static const struct node_memo *node_match(struct assign *x, uint64_t id)
 		if (!pm || !stacks_ips(a->stacks, id, &ip, 1))
 			return pm ? &none : NULL;
 		struct node_memo outer = *pm;
-		uint64_t when = parent < a->nnode_when ? a->node_when[parent]
+		uint64_t native = stacks_native(a->stacks, id);
+		uint64_t when = native < a->nnode_when ? a->node_when[native]
 						       : SYMBOLS_NOW;
 		return memo_of(x, ip, when, &outer, &x->joint) ? NULL
 							       : &x->joint;

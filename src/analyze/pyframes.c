@@ -56,6 +56,8 @@ static uint64_t map_get(const struct map64 *m, uint64_t key)
 
 static int map_put(struct map64 *m, uint64_t key, uint64_t value)
 {
+	if (!key)
+		return 0; /* the empty key (a thread id of 2^64 - 1): not kept */
 	if ((m->n + 1) * 2 > (m->k ? m->mask + 1 : 0)) {
 		size_t cap = m->k ? (m->mask + 1) * 2 : 1024;
 		struct map64 g = { calloc(cap, sizeof(uint64_t)),
@@ -277,7 +279,10 @@ uint64_t pyframes_join(struct pyframes *p, uint64_t stack,
 	if (joint)
 		return joint;
 	joint = PYFRAMES_JOINED + p->next_joint;
-	if (make(ctx, joint, stack) || map_put(&p->pairs, key, joint) ||
+	int made = make(ctx, joint, stack);
+	if (made > 0)
+		return stack; /* not a stack: left as it is */
+	if (made || map_put(&p->pairs, key, joint) ||
 	    map_put(&p->joins, joint, p->at))
 		return 0;
 	p->next_joint++;

@@ -39,8 +39,9 @@ int pyframes_joining(const struct pyframes *p);
 /* The stack of an event of that thread whose native stack is `stack`:
  * with the thread's Python frames (HS_EXT_PY_AT), their joint, a stack
  * of its own whose node carries them, made by make(ctx, id, stack) the
- * first time (0, or -1 with hs_error); ids from PYFRAMES_JOINED on, one
- * after the other.  Without Python frames, stack itself; 0 on failure. */
+ * first time (0; 1 when stack is none, which then stays as it is; -1 with
+ * hs_error); ids from PYFRAMES_JOINED on, one after the other.  Without
+ * Python frames, stack itself; 0 on failure. */
 #define PYFRAMES_JOINED (1ull << 32)
 typedef int (*pyframes_make_fn)(void *ctx, uint64_t id, uint64_t native);
 uint64_t pyframes_join(struct pyframes *p, uint64_t stack,

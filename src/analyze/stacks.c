@@ -38,7 +38,8 @@ struct stacks {
 	struct node *nodes;
 	size_t nnodes; /* ids [0, nnodes) are addressable */
 	struct node *joined; /* ids STACKS_JOINED + [0, njoined) */
-	size_t njoined, joined_cap;
+	uint32_t *joined_native; /* the native node each copies */
+	size_t njoined, joined_cap, native_cap;
 	uint64_t defined; /* HS_REC_STACK records seen */
 	struct slot *slots;
 	size_t nslots, slots_cap;
@@ -132,6 +133,8 @@ void stacks_destroy(struct stacks *s)
 		return;
 	bigmem_free(s->nodes, s->nnodes * sizeof(*s->nodes));
 	bigmem_free(s->joined, s->joined_cap * sizeof(*s->joined));
+	bigmem_free(s->joined_native,
+		    s->native_cap * sizeof(*s->joined_native));
 	bigmem_free(s->slots, s->slots_cap * sizeof(*s->slots));
 	bigmem_free(s->sites, s->sites_cap * sizeof(*s->sites));
 	free(s->site_index);
@@ -168,16 +171,29 @@ int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip)
 int stacks_join(struct stacks *s, uint64_t id, uint64_t native)
 {
 	const struct node *of = node_at(s, native);
-	if (id != STACKS_JOINED + s->njoined || !native || !of ||
-	    native >= STACKS_JOINED)
+	if (!native || !of || native >= STACKS_JOINED)
+		return 1; /* never defined (a corrupt trace): not joined */
+	if (id != STACKS_JOINED + s->njoined)
 		return hs_error("stack %llu cannot be joined as %llu",
 				(unsigned long long)native,
 				(unsigned long long)id);
+	size_t cap = s->native_cap;
 	if (reserve(&s->joined, &s->joined_cap, s->njoined,
-		    sizeof(*s->joined)))
+		    sizeof(*s->joined)) ||
+	    reserve(&s->joined_native, &cap, s->njoined,
+		    sizeof(*s->joined_native)))
 		return hs_error("out of memory");
-	s->joined[s->njoined++] = (struct node){ of->ip, of->parent, NO_SLOT };
+	s->native_cap = cap;
+	s->joined[s->njoined] = (struct node){ of->ip, of->parent, NO_SLOT };
+	s->joined_native[s->njoined++] = (uint32_t)native;
 	return 0;
+}
+
+uint64_t stacks_native(const struct stacks *s, uint64_t id)
+{
+	return id - STACKS_JOINED < s->njoined
+		       ? s->joined_native[id - STACKS_JOINED]
+		       : id;
 }
 
 static uint32_t site_of(struct stacks *s, uint64_t ip)

@@ -71,9 +71,12 @@ int stacks_node(struct stacks *s, uint64_t id, uint64_t parent, uint64_t ip);
 /* Stack id, new, with the frames of stack `native` (the joint of a
  * native stack and its thread's Python frames, pyframes_join): ids from
  * STACKS_JOINED on, out of the recorder's range, one after the other;
- * -1 (hs_error) when id is not the next or native is no stack. */
+ * 1 when native is no stack (nothing made), -1 (hs_error) when id is not
+ * the next or memory is out.  stacks_native: the native node a joint
+ * copies (id itself for any other). */
 #define STACKS_JOINED (1ull << 32)
 int stacks_join(struct stacks *s, uint64_t id, uint64_t native);
+uint64_t stacks_native(const struct stacks *s, uint64_t id);
 /* The accounting slot of an event's stack id, created on first use;
  * UINT32_MAX when out of memory.  Ids never defined count as the empty
  * stack (see stacks_bad_refs). */

@@ -113,28 +113,36 @@ static void *find_op(enum op id, const void *caller)
  * program's, and in a C++ program it doubles the leaves of the stack
  * tree (587,000 of `import torch`'s 2.8 M nodes).  cxx_wraps drops it, as
  * the operators the recorder records itself never show it. */
-struct cxx_wrappers cxx_wrappers = { UINTPTR_MAX, 0, 0, { { 0, 0 } } };
+struct cxx_wrappers cxx_wrappers = { UINTPTR_MAX, 0, { { 0, 0 } } };
+
+/* Each operator has its slot, so threads resolving operators at once
+ * need no lock (a fork could inherit one held); the same operator noted
+ * twice writes the same range. */
+_Static_assert(NEW_ARRAY_ALIGNED_NOTHROW + 1 == CXX_WRAPPERS,
+	       "a slot for each operator new");
 
 static void note_wrapper(enum op id, const void *f)
 {
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
-	if (id > NEW_ARRAY_ALIGNED_NOTHROW ||
+	if (id >= CXX_WRAPPERS ||
 	    !dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
 	    !sym->st_size)
 		return;
-	uintptr_t lo = (uintptr_t)f, hi = lo + sym->st_size;
 	struct cxx_wrappers *w = &cxx_wrappers;
-	unsigned n = __atomic_load_n(&w->n, __ATOMIC_ACQUIRE);
-	if (n == CXX_WRAPPERS)
-		return;
-	w->range[n].lo = lo;
-	w->range[n].hi = hi;
-	if (lo < w->lo)
-		__atomic_store_n(&w->lo, lo, __ATOMIC_RELAXED);
-	if (hi > w->hi)
-		__atomic_store_n(&w->hi, hi, __ATOMIC_RELAXED);
-	__atomic_store_n(&w->n, n + 1, __ATOMIC_RELEASE);
+	uintptr_t lo = (uintptr_t)f, hi = lo + sym->st_size;
+	__atomic_store_n(&w->range[id].lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->range[id].hi, hi, __ATOMIC_RELEASE);
+	uintptr_t v = __atomic_load_n(&w->lo, __ATOMIC_RELAXED);
+	while (lo < v && !__atomic_compare_exchange_n(&w->lo, &v, lo, 1,
+						      __ATOMIC_RELEASE,
+						      __ATOMIC_RELAXED))
+		;
+	v = __atomic_load_n(&w->hi, __ATOMIC_RELAXED);
+	while (hi > v && !__atomic_compare_exchange_n(&w->hi, &v, hi, 1,
+						      __ATOMIC_RELEASE,
+						      __ATOMIC_RELAXED))
+		;
 }
 
 /* The operator the caller would have called without us, kept for good:
@@ -152,13 +160,8 @@ static void *resolve_op(enum op id, const void *caller)
 	Dl_info info;
 	if (f && dladdr(f, &info) && info.dli_fname && info.dli_fname[0])
 		(void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-	static int lock;
-	if (f && !hs_settings.record_operators &&
-	    !__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {
-		if (!__atomic_load_n(&reals[id], __ATOMIC_ACQUIRE))
-			note_wrapper(id, f);
-		__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
-	}
+	if (f && !hs_settings.record_operators)
+		note_wrapper(id, f);
 	internal_end();
 	if (f)
 		__atomic_store_n(&reals[id], f, __ATOMIC_RELEASE);

@@ -32,12 +32,12 @@ struct cxx_flight {
 };
 extern __thread struct cxx_flight *cxx_flight HS_TLS;
 
-/* The real operators new that call malloc: their ranges, and the
- * smallest range that holds them all. */
+/* The real operators new that call malloc: their ranges (by operator,
+ * the eight forms of new; hi 0: not known), and the smallest range that
+ * holds them all. */
 #define CXX_WRAPPERS 8
 struct cxx_wrappers {
 	uintptr_t lo, hi;
-	unsigned n;
 	struct {
 		uintptr_t lo, hi;
 	} range[CXX_WRAPPERS];
@@ -48,12 +48,15 @@ extern struct cxx_wrappers cxx_wrappers;
 static inline int cxx_wraps(uintptr_t ip)
 {
 	const struct cxx_wrappers *w = &cxx_wrappers;
-	if (__builtin_expect(ip <= w->lo || ip > w->hi, 1))
+	if (__builtin_expect(ip <= __atomic_load_n(&w->lo, __ATOMIC_RELAXED) ||
+				     ip > __atomic_load_n(&w->hi, __ATOMIC_RELAXED),
+			     1))
 		return 0;
-	unsigned n = __atomic_load_n(&w->n, __ATOMIC_ACQUIRE);
-	for (unsigned i = 0; i < n; i++)
-		if (ip > w->range[i].lo && ip <= w->range[i].hi)
+	for (unsigned i = 0; i < CXX_WRAPPERS; i++) {
+		uintptr_t hi = __atomic_load_n(&w->range[i].hi, __ATOMIC_ACQUIRE);
+		if (hi && ip > w->range[i].lo && ip <= hi)
 			return 1;
+	}
 	return 0;
 }
 

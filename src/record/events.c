@@ -131,8 +131,13 @@ struct py_stack {
  * thread cannot have them). */
 static size_t py_bound(struct py_stack *py)
 {
-	if (__builtin_expect(!python_on(), 1))
+	/* capture off since the frames were read (a failed probe on another
+	 * thread): none are written, and none are reserved */
+	if (__builtin_expect(!python_on(), 1)) {
+		if (py)
+			py->n = 0;
 		return 0;
+	}
 	if (!py || !py->n)
 		return HS_PY_AT_MAX;
 	py->common = stacks_py_common(py->f, py->n);
@@ -576,9 +581,11 @@ void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
 	 * the loader's is none of ours */
 	if (ptr && old_len && maps_remove((uintptr_t)old, old_len)) {
 		maps_add((uintptr_t)ptr, len);
-		uint8_t *p = reserve_thread(event_bound(n) + HS_REMAP_MAX);
+		uint8_t *p = reserve_thread(event_bound(n) + HS_REMAP_MAX +
+					    py_bound(NULL));
 		if (p) {
-			uint32_t id = stacks_intern(ips, n, 0, 0, &p, &fresh);
+			/* native only: no Python frames were read for it */
+			uint32_t id = stack_id(ips, n, 0, NULL, &p, &fresh);
 			p = enc_remap(p, (uintptr_t)old, old_len,
 				      (uintptr_t)ptr, len, (uint64_t)flags,
 				      id);
