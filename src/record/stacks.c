@@ -105,10 +105,10 @@ int stacks_reset(void)
 	return stackmap_reset(table) || stackmap_reset(py_table) ? -1 : 0;
 }
 
-/* The thread's cache, mapped on its first stack; NULL if it cannot be. */
-static struct cache *thread_cache(void)
+/* Maps the thread's cache, on its first stack (NULL if it cannot be). */
+static __attribute__((noinline)) void map_cache(void)
 {
-	if (!path.cache && have_cache_key && !path.done) {
+	if (have_cache_key && !path.done) {
 		/* the key's destructor unmaps it when the thread ends */
 		path.cache = rmem_map(sizeof(struct cache));
 		internal_begin();
@@ -121,6 +121,14 @@ static struct cache *thread_cache(void)
 		}
 		stacks_keyed = path.cache ? path.cache->keyed : NULL;
 	}
+}
+
+/* The thread's cache; NULL if it has none.  Inline: each stack with
+ * Python frames asks three times. */
+static inline struct cache *thread_cache(void)
+{
+	if (__builtin_expect(!path.cache, 0))
+		map_cache();
 	return path.cache;
 }
 
