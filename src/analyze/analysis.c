@@ -382,13 +382,16 @@ static int on_record(void *ctx, const struct hs_record *rec)
 	if (p->py && pyframes_record(p->py, rec))
 		return -1;
 	if (p->maps && p->replay) {
-		struct hs_record r = *rec;
-		if (p->py && (rec->ext_type == HS_EXT_MAP ||
-			      rec->ext_type == HS_EXT_REMAP) &&
-		    joined(p, &r.stack))
+		if (p->py && pyframes_joining(p->py) && rec->stack &&
+		    (rec->ext_type == HS_EXT_MAP ||
+		     rec->ext_type == HS_EXT_REMAP)) {
+			struct hs_record r = *rec;
+			if (joined(p, &r.stack) ||
+			    maps_record(p->maps, &r, p->replay->batch))
+				return -1;
+		} else if (maps_record(p->maps, rec, p->replay->batch)) {
 			return -1;
-		if (maps_record(p->maps, &r, p->replay->batch))
-			return -1;
+		}
 	}
 	/* the earliest, should there be several (threads, fork) */
 	if (rec->ext_type == HS_EXT_EXITING &&
