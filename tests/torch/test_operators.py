@@ -75,6 +75,28 @@ def test_operators_torch():
         check("Growth by operator (--operators torch" in out,
               f"no 'Growth by operator' section:\n{out[:3000]}")
 
+        # the top stack names the training step's line and the lines
+        # that called it, under the operator's C++ frames
+        lines = open(SCRIPT).read().splitlines()
+
+        def line_of(text):
+            return next(i + 1 for i, l in enumerate(lines) if text in l)
+        want = [("train_step", line_of("hidden, logits = model(tokens)")),
+                ("main", line_of("= train_step(")),
+                ("<module>", line_of("    main()"))]
+        top = rep["stacks"][0]
+        py = [(f.get("function"), f.get("line")) for f in top["frames"]
+              if f.get("kind") == "python" and
+              os.path.basename(f.get("file") or "") == "torch_train.py"]
+        check(py[-3:] == want,
+              f"the top stack's torch_train.py frames {py}, want them to "
+              f"end with {want}")
+        first_py = next(i for i, f in enumerate(top["frames"])
+                        if f.get("kind") == "python")
+        check(first_py > 0 and top["frames"][0].get("kind") == "native",
+              "the top stack does not begin with the operator's native "
+              "frames")
+
         # the Python frames: by file:qualname, the model's forward
         rep = analyze(t, "--group-by-frame", r"re:torch_train\.py:(.*)$",
                       timeout=TIMEOUT)
