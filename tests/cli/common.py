@@ -444,6 +444,32 @@ def baseline():
     return _baseline
 
 
+
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                      "README.md")
+
+
+def readme_program(d, heading, prelude, must):
+    """The one python block of README.md's section whose heading (a
+    regex, after '### ') is given, after prelude, as d/snippet.py: its
+    path.  The block must hold every string of must."""
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^### " + heading + r"[^\n]*\n(.*?)^##", text,
+                  re.M | re.S)
+    check(m, f"README.md: no '### {heading}' section")
+    blocks = re.findall(r"^```python\n(.*?)^```", m.group(1), re.M | re.S)
+    check_eq(len(blocks), 1, f"README.md: python blocks in '{heading}'")
+    code = blocks[0]
+    check(all(x in code for x in must),
+          f"README.md: the python block of '{heading}' lacks one of "
+          f"{must}:\n{code}")
+    path = os.path.join(d, "snippet.py")
+    with open(path, "w") as f:
+        f.write(prelude + code)
+    return path
+
+
 def main(tests):
     """Runs test functions in order; exits 1 if any failed."""
     failed = []

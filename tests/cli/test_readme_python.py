@@ -3,14 +3,11 @@
 is (so the README cannot drift from what is tested): it runs unchanged
 without the recorder (no AttributeError, nothing on stderr) and marks
 every batch under `heapslope record`."""
-import os
-import re
 import sys
 
-from common import check, check_eq, dump_stats, main, record, run, tmpdir
+from common import (check_eq, dump_stats, main, readme_program,
+                    record, run, tmpdir)
 
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                      "README.md")
 BATCHES = 7
 # what the snippet leaves to the program: its loader and its step
 PRELUDE = f"""\
@@ -25,25 +22,8 @@ def step(batch):
 """
 
 
-def snippet():
-    """The one python block of the README's section on marking batches."""
-    with open(README, encoding="utf-8") as f:
-        text = f.read()
-    m = re.search(r"^### Marking batches\n(.*?)^##", text, re.M | re.S)
-    check(m, "README.md: no '### Marking batches' section")
-    blocks = re.findall(r"^```python\n(.*?)^```", m.group(1), re.M | re.S)
-    check_eq(len(blocks), 1, "README.md: python blocks in 'Marking batches'")
-    code = blocks[0]
-    check("mark()" in code and "heapslope_mark_batch" in code,
-          f"README.md: the python block does not mark batches:\n{code}")
-    return code
-
-
 def program(d):
-    path = os.path.join(d, "snippet.py")
-    with open(path, "w") as f:
-        f.write(PRELUDE + snippet())
-    return path
+    return readme_program(d, "Marking batches", PRELUDE, ["mark()", "heapslope_mark_batch"])
 
 
 def test_native():

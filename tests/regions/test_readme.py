@@ -5,7 +5,6 @@ unchanged without the recorder (nothing on stderr), and under `heapslope
 record` the analysis finds the evaluation region, which keeps 4000 bytes
 a batch, growing, and the training region, which keeps nothing, flat."""
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -13,9 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 from analyze_common import (analyze, check, check_eq, main,  # noqa: E402
                             record, run, tmpdir)
-
-README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                      "README.md")
+from common import readme_program  # noqa: E402
 BATCHES = 15
 KEPT = 4000
 # what the snippet leaves to the program: its loader, its step, its
@@ -37,25 +34,9 @@ def evaluate():
 """
 
 
-def snippet():
-    """The one python block of the README's section on regions."""
-    with open(README, encoding="utf-8") as f:
-        text = f.read()
-    m = re.search(r"^### Regions[^\n]*\n(.*?)^##", text, re.M | re.S)
-    check(m, "README.md: no '### Regions' section")
-    blocks = re.findall(r"^```python\n(.*?)^```", m.group(1), re.M | re.S)
-    check_eq(len(blocks), 1, "README.md: python blocks in 'Regions'")
-    code = blocks[0]
-    check("heapslope_region_begin" in code and 'region("eval")' in code,
-          f"README.md: the python block has no regions:\n{code}")
-    return code
-
-
 def program(d):
-    path = os.path.join(d, "snippet.py")
-    with open(path, "w") as f:
-        f.write(PRELUDE + snippet())
-    return path
+    return readme_program(d, "Regions", PRELUDE,
+                          ["heapslope_region_begin", 'region("eval")'])
 
 
 def test_native():
