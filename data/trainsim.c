@@ -363,9 +363,11 @@ static enum phase phase_of(unsigned site)
 
 /* The batch's operations of one phase (all of them: PHASES), in their
  * order; the random numbers of the others are drawn all the same, so
- * that each operation is the same whichever phase runs it. */
-static void run_ops(unsigned long ops, int leak, enum phase only,
-		    unsigned *leaks)
+ * that each operation is the same whichever phase runs it.  Inlined:
+ * run_batch stays the caller of the phases and of forward_record, as the
+ * stacks above say. */
+static inline __attribute__((always_inline)) void
+run_ops(unsigned long ops, int leak, enum phase only, unsigned *leaks)
 {
 	for (unsigned long i = 0; i < ops; i++) {
 		/* leak j happens before operation floor(j * ops / 100) */
