@@ -50,9 +50,15 @@ int trace_append_exit(const char *path, int wait_status)
 	size_t len = chunk_work_size(n) <= sizeof(work)
 			     ? chunk_encode(cctx, rec, n, out, sizeof(out), work)
 			     : 0;
-	if (!len || write(fd, out, len) != (ssize_t)len) {
+	ssize_t w = len ? write(fd, out, len) : 0;
+	if (w != (ssize_t)len || !len) {
+		int err = w < 0 ? errno : ENOSPC;
+		/* a full disk took part of it: the trace ends on its last
+		 * whole chunk, as before */
+		if (w > 0)
+			(void)!ftruncate(fd, st.st_size);
 		rc = hs_error("append to %s: %s", path,
-			      len ? strerror(errno) : "zstd error");
+			      len ? strerror(err) : "zstd error");
 		goto out;
 	}
 	rc = 0;
