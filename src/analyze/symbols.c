@@ -625,7 +625,8 @@ static void report_modules(struct symbols *s)
 		dwfl_report_begin_add(s->dwfl);
 	else
 		dwfl_report_begin(s->dwfl);
-	report_range(s->dwfl, s->user_dir, s->mods + from, s->n - from, 0);
+	report_range(s->dwfl, s->user_dir, s->mods ? s->mods + from : NULL,
+		     s->n - from, 0);
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	if (layers < 2 || !(s->layers = calloc(layers, sizeof(*s->layers))))
 		return;
