@@ -43,10 +43,12 @@ static inline uint8_t *enc_time(struct hs_enc *e, uint8_t *p, uint64_t t)
 	return p;
 }
 
+/* s may be NULL when n is 0 (memcpy may not be given NULL) */
 static inline uint8_t *enc_str(uint8_t *p, const void *s, size_t n)
 {
 	p = varint_put(p, n);
-	memcpy(p, s, n);
+	if (n)
+		memcpy(p, s, n);
 	return p + n;
 }
 

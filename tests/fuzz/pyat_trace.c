@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		p = enc_alloc(&e, p, HS_FN_MALLOC, ptr += 0x100, 100, 2);
 		p = enc_alloc(&e, p, HS_FN_MALLOC, ptr += 0x100, 200, 3);
 		p = enc_map(p, 0x7f0000000000 + batch * 0x10000, 0x10000, 3,
-			    0x22, HS_MAP_ANON, 0, 0, 0, 3, NULL, 0);
+			    0x22, HS_MAP_ANON, 0, 0, 0, 3, "", 0);
 		p = enc_u64(p, HS_REC_THREAD, 200);
 		p = enc_u64(p, HS_REC_SWITCH, 200);
 		p = enc_alloc(&e, p, HS_FN_MALLOC, ptr += 0x100, 300, 2);
