@@ -305,10 +305,10 @@ static void nested_put(const struct event *e, const uintptr_t *ips, int n)
  * (nothrow new calls new) begins at their caller (cxx_wraps). */
 static inline int unwrapped(uintptr_t *ips, int n)
 {
-	if (__builtin_expect(n > 1 && cxx_wraps(ips[0]), 0)) {
-		int k = 1;
-		while (k < n - 1 && cxx_wraps(ips[k]))
-			k++;
+	int k = 0;
+	while (k < n - 1 && cxx_wraps(ips[k]))
+		k++;
+	if (__builtin_expect(k != 0, 0)) {
 		memmove(ips, ips + k, (size_t)(n - k) * sizeof(*ips));
 		n -= k;
 	}
