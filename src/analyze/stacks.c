@@ -23,6 +23,12 @@ struct node {
 	uint32_t slot; /* NO_SLOT until an event uses this stack */
 };
 
+/* A joint (stacks_join): the native node it copies, as its own node. */
+struct joint {
+	struct node node;
+	uint32_t native;
+};
+
 struct slot {
 	struct stacks_acc acc;
 	uint64_t id;
@@ -37,9 +43,8 @@ struct site {
 struct stacks {
 	struct node *nodes;
 	size_t nnodes; /* ids [0, nnodes) are addressable */
-	struct node *joined; /* ids STACKS_JOINED + [0, njoined) */
-	uint32_t *joined_native; /* the native node each copies */
-	size_t njoined, joined_cap, native_cap;
+	struct joint *joined; /* ids STACKS_JOINED + [0, njoined) */
+	size_t njoined, joined_cap;
 	uint64_t defined; /* HS_REC_STACK records seen */
 	struct slot *slots;
 	size_t nslots, slots_cap;
@@ -76,7 +81,7 @@ static inline struct node *node_at(const struct stacks *s, uint64_t id)
 	if (id < s->nnodes)
 		return &s->nodes[id];
 	if (id - STACKS_JOINED < s->njoined)
-		return &s->joined[id - STACKS_JOINED];
+		return &s->joined[id - STACKS_JOINED].node;
 	return NULL;
 }
 
@@ -133,8 +138,6 @@ void stacks_destroy(struct stacks *s)
 		return;
 	bigmem_free(s->nodes, s->nnodes * sizeof(*s->nodes));
 	bigmem_free(s->joined, s->joined_cap * sizeof(*s->joined));
-	bigmem_free(s->joined_native,
-		    s->native_cap * sizeof(*s->joined_native));
 	bigmem_free(s->slots, s->slots_cap * sizeof(*s->slots));
 	bigmem_free(s->sites, s->sites_cap * sizeof(*s->sites));
 	free(s->site_index);
@@ -177,22 +180,18 @@ int stacks_join(struct stacks *s, uint64_t id, uint64_t native)
 		return hs_error("stack %llu cannot be joined as %llu",
 				(unsigned long long)native,
 				(unsigned long long)id);
-	size_t cap = s->native_cap;
 	if (reserve(&s->joined, &s->joined_cap, s->njoined,
-		    sizeof(*s->joined)) ||
-	    reserve(&s->joined_native, &cap, s->njoined,
-		    sizeof(*s->joined_native)))
+		    sizeof(*s->joined)))
 		return hs_error("out of memory");
-	s->native_cap = cap;
-	s->joined[s->njoined] = (struct node){ of->ip, of->parent, NO_SLOT };
-	s->joined_native[s->njoined++] = (uint32_t)native;
+	s->joined[s->njoined++] = (struct joint){
+		{ of->ip, of->parent, NO_SLOT }, (uint32_t)native };
 	return 0;
 }
 
 uint64_t stacks_native(const struct stacks *s, uint64_t id)
 {
 	return id - STACKS_JOINED < s->njoined
-		       ? s->joined_native[id - STACKS_JOINED]
+		       ? s->joined[id - STACKS_JOINED].native
 		       : id;
 }
 
