@@ -49,6 +49,38 @@ def no_crash(r, what):
           f"{what}: a sanitizer or crash report on stderr:\n" + r.describe())
 
 
+TORCH_PYTHON = os.environ.get("HEAPSLOPE_TORCH_PYTHON", "/usr/bin/python3")
+
+
+def torch_python(script, env_name):
+    """The Python the PyTorch tests record (HEAPSLOPE_TORCH_PYTHON, else
+    Debian's /usr/bin/python3), once script (given by env_name) is a
+    file and that Python imports torch."""
+    check(script and os.path.isfile(script),
+          f"{env_name}={script!r} is not a file")
+    r = run([TORCH_PYTHON, "-c", "import torch; print(torch.__version__)"])
+    if r.rc != 0:
+        fail(f"{TORCH_PYTHON} cannot import torch (install python3-torch, "
+             f"or point HEAPSLOPE_TORCH_PYTHON at a Python that has it):\n"
+             + r.describe())
+    return TORCH_PYTHON
+
+
+def check_usage_error(r, what, word):
+    """A bad option or argument of heapslope analyze: exit 2, nothing on
+    stdout, one line on stderr naming word, then at most argp's hint."""
+    err = r.err.decode(errors="replace").splitlines()
+    check_eq(r.rc, 2, f"{what}: exit status ({err})")
+    check_eq(r.out, b"", f"{what}: stdout")
+    check(err and err[0].startswith("heapslope analyze: ") and
+          word in err[0],
+          f"{what}: first stderr line should name {word!r}: {err}")
+    # after the error line, only argp's hint to --help
+    rest = " ".join(err[1:])
+    check(not rest or rest.startswith("Try `heapslope analyze --help'"),
+          f"{what}: more than the error on stderr: {err}")
+
+
 def analyze_run(trace, *opts, timeout=120, cwd=None):
     """heapslope analyze OPTS TRACE: the Run, checked for crashes only."""
     r = run([HEAPSLOPE, "analyze", *opts, trace], timeout=timeout, cwd=cwd)

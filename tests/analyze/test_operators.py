@@ -16,6 +16,7 @@ import tempfile
 import copy
 
 from analyze_common import (TestFailure, analyze, analyze_run, check,
+                            check_usage_error,
                             check_eq, fail, main, prog, record_trace, tmpdir,
                             validate_report)
 
@@ -181,17 +182,7 @@ def test_bad_patterns():
                            (["--operators", "torch", "--group-by-frame",
                              "x*"], "one of them")):
             r = analyze_run(t, *args)
-            what = f"analyze {' '.join(args)}"
-            err = r.err.decode(errors="replace").splitlines()
-            check_eq(r.rc, 2, f"{what}: exit status ({err})")
-            check_eq(r.out, b"", f"{what}: stdout")
-            check(err and err[0].startswith("heapslope analyze: ") and
-                  word in err[0],
-                  f"{what}: first stderr line should name {word!r}: {err}")
-            rest = " ".join(err[1:])
-            check(not rest or rest.startswith("Try `heapslope analyze "
-                                              "--help'"),
-                  f"{what}: more than the error on stderr: {err}")
+            check_usage_error(r, f"analyze {' '.join(args)}", word)
 
 
 def test_no_grouping():

@@ -5,6 +5,7 @@ import os
 import shutil
 
 from analyze_common import (ALL_STACKS, HEAPSLOPE, analyze, analyze_run,
+                            check_usage_error,
                             check, check_eq, functions, main, no_crash, prog,
                             record_trace, run, stacks_at, tmpdir, trainsim,
                             validate_report)
@@ -286,17 +287,7 @@ def test_bad_options():
                            ([t] * 65, "at most 64")):
             r = run([HEAPSLOPE, "analyze", *args])
             no_crash(r, f"analyze {args}")
-            what = f"analyze {' '.join(args)}"
-            err = r.err.decode(errors="replace").splitlines()
-            check_eq(r.rc, 2, f"{what}: exit status ({err})")
-            check_eq(r.out, b"", f"{what}: stdout")
-            check(err and err[0].startswith("heapslope analyze: ") and
-                  word in err[0],
-                  f"{what}: first stderr line should name {word!r}: {err}")
-            # after the error line, only argp's hint to --help
-            rest = " ".join(err[1:])
-            check(not rest or rest.startswith("Try `heapslope analyze --help'"),
-                  f"{what}: more than the error on stderr: {err}")
+            check_usage_error(r, f"analyze {' '.join(args)}", word)
 
 
 if __name__ == "__main__":

@@ -12,23 +12,17 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "analyze"))
 
-from analyze_common import (analyze, check, check_eq, fail,  # noqa: E402
-                            main, record, run, tmpdir, validate_report)
+import analyze_common  # noqa: E402
+from analyze_common import (analyze, check, check_eq, main, record, tmpdir,
+                            validate_report)
 
 SCRIPT = os.environ.get("HEAPSLOPE_REGIONS_TORCH", "")
-PYTHON = os.environ.get("HEAPSLOPE_TORCH_PYTHON", "/usr/bin/python3")
 STEPS = 30
 TIMEOUT = 300
 
 
 def torch_python():
-    check(SCRIPT and os.path.isfile(SCRIPT),
-          f"HEAPSLOPE_REGIONS_TORCH={SCRIPT!r} is not a file")
-    r = run([PYTHON, "-c", "import torch"])
-    if r.rc != 0:
-        fail(f"{PYTHON} cannot import torch (install python3-torch):\n" +
-             r.describe())
-    return PYTHON
+    return analyze_common.torch_python(SCRIPT, "HEAPSLOPE_REGIONS_TORCH")
 
 
 def regions_of(d, *opts):

@@ -16,26 +16,20 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "analyze"))
 
-from analyze_common import (analyze, check, check_eq, fail,  # noqa: E402
-                            main, near, record, run, tmpdir,
-                            validate_report)
+import analyze_common  # noqa: E402
+from analyze_common import (analyze, check, check_eq, main, near, record,
+                            tmpdir, validate_report)
 
 SCRIPT = os.environ.get("HEAPSLOPE_DATALOADER", "")
-PYTHON = os.environ.get("HEAPSLOPE_TORCH_PYTHON", "/usr/bin/python3")
 STEPS = 60
 KIB = 64
 TIMEOUT = 300
 
 
 def record_run(d, keep):
-    check(SCRIPT and os.path.isfile(SCRIPT),
-          f"HEAPSLOPE_DATALOADER={SCRIPT!r} is not a file")
-    r = run([PYTHON, "-c", "import torch"])
-    if r.rc != 0:
-        fail(f"{PYTHON} cannot import torch (install python3-torch):\n" +
-             r.describe())
+    python = analyze_common.torch_python(SCRIPT, "HEAPSLOPE_DATALOADER")
     name = "keep" if keep else "nokeep"
-    cmd = [PYTHON, SCRIPT, "--steps", str(STEPS), "--batch-kib", str(KIB)]
+    cmd = [python, SCRIPT, "--steps", str(STEPS), "--batch-kib", str(KIB)]
     r = record(cmd + (["--keep"] if keep else []), d,
                output=name + ".hst", timeout=TIMEOUT)
     # the loop's process: the workers are traces of their own

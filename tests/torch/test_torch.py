@@ -19,26 +19,18 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "analyze"))
 
-from analyze_common import (analyze, check, check_eq, fail,  # noqa: E402
-                            functions, main, near, record, run, slope,
-                            tmpdir, validate_report)
+import analyze_common  # noqa: E402
+from analyze_common import (analyze, check, check_eq, functions, main, near,
+                            record, slope, tmpdir, validate_report)
 
 SCRIPT = os.environ.get("HEAPSLOPE_TORCH_SCRIPT", "")
-PYTHON = os.environ.get("HEAPSLOPE_TORCH_PYTHON", "/usr/bin/python3")
 STEPS = 40
 GROW = 2
 TIMEOUT = 300  # one recording takes ~30 s on a 2-core machine
 
 
 def torch_python():
-    check(SCRIPT and os.path.isfile(SCRIPT),
-          f"HEAPSLOPE_TORCH_SCRIPT={SCRIPT!r} is not a file")
-    r = run([PYTHON, "-c", "import torch; print(torch.__version__)"])
-    if r.rc != 0:
-        fail(f"{PYTHON} cannot import torch (install python3-torch, or "
-             f"point HEAPSLOPE_TORCH_PYTHON at a Python that has it):\n" +
-             r.describe())
-    return PYTHON
+    return analyze_common.torch_python(SCRIPT, "HEAPSLOPE_TORCH_SCRIPT")
 
 
 def script_line(text):
