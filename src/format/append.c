@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "columns.h"
 #include "encoder.h"
 #include "../base/error.h"
 
@@ -47,8 +48,9 @@ int trace_append_exit(const char *path, int wait_status)
 		goto out;
 	}
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-	size_t len = chunk_work_size(n) <= sizeof(work)
-			     ? chunk_encode(cctx, rec, n, out, sizeof(out), work)
+	size_t len = columns_bound(n) <= sizeof(work)
+			     ? chunk_encode_plain(cctx, rec, n, out, sizeof(out),
+						  work)
 			     : 0;
 	ssize_t w = len ? write(fd, out, len) : 0;
 	if (w != (ssize_t)len || !len) {

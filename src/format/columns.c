@@ -1,5 +1,6 @@
 #include "columns.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "records.h"
@@ -10,8 +11,11 @@
 enum { TAGS = HS_COL_TAGS, SIZES = HS_COL_SIZES, STACKS = HS_COL_STACKS,
        PTRS = HS_COL_PTRS, REST = HS_COL_REST, NSTREAMS = HS_COLUMNS };
 
+struct ptr_model;
+
 struct cursor {
 	const uint8_t *p, *end;
+	struct ptr_model *pm; /* the pointer column of a modeled chunk */
 };
 
 /* Where a column goes; counting: nothing is written, n sums its bytes
@@ -20,6 +24,7 @@ struct sink {
 	uint8_t *p, *end;
 	size_t n;
 	int counting;
+	struct ptr_model *pm; /* the pointer column of a modeled chunk */
 };
 
 static int put(struct sink *out, const uint8_t *src, size_t n)
@@ -82,6 +87,127 @@ static inline int copy_varint(struct cursor *in, struct sink *out)
 	return move_varint(in, out, NULL);
 }
 
+/* ---- the pointer model of a modeled chunk ----
+ * A pointer is mostly one seen a little before: a free's, the block an
+ * allocation returned; an allocation's, a block freed just before (the
+ * allocator's free lists are last in, first out).  The writer numbers
+ * the chunk's allocations and frees, keeps the latest of each by
+ * pointer in a table, and writes a pointer found there as how many
+ * allocations (frees) back it came: v = (k << 1), k from 0.  Any other
+ * is the row's delta against the previous pointer: v = zigzag << 1 | 1.
+ * The pointers of munmap records are the row's delta as it is.  The
+ * reader keeps only the last PM_REACH pointers of each kind by number,
+ * which is as far back as a reference may reach. */
+enum { PM_PLAIN, PM_ALLOC, PM_FREE };
+#define PM_BITS 16
+#define PM_SLOTS (1u << PM_BITS)
+#define PM_REACH (1u << 16)
+
+struct hs_ptr_tables {
+	uint64_t ap[PM_SLOTS], fp[PM_SLOTS]; /* allocations', frees' */
+	uint32_t ao[PM_SLOTS], fo[PM_SLOTS]; /* their number + 1; 0: none */
+};
+
+struct ptr_model {
+	uint64_t prev;  /* the previous pointer, as the rows sum it */
+	uint32_t na, nf; /* allocations and frees so far */
+	struct hs_ptr_tables *t;  /* writing */
+	uint64_t *ra, *rf;        /* reading: rings of PM_REACH */
+	int overflow;   /* a delta too wide to take the flag bit */
+};
+
+size_t columns_tables_size(void)
+{
+	return sizeof(struct hs_ptr_tables);
+}
+
+static inline uint32_t pm_slot(uint64_t p)
+{
+	return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - PM_BITS));
+}
+
+static inline int put_varint(struct sink *out, uint64_t v)
+{
+	uint8_t tmp[HS_VARINT_MAX];
+	if (out->end - out->p >= HS_VARINT_MAX) {
+		out->p = varint_put(out->p, v);
+		return 0;
+	}
+	return put(out, tmp, (size_t)(varint_put(tmp, v) - tmp));
+}
+
+/* Row pointer (a delta) -> the modeled value in the pointer column. */
+static inline int pm_encode(struct ptr_model *m, struct cursor *in,
+			    struct sink *out, int kind)
+{
+	uint64_t z;
+	if (varint_get(&in->p, in->end, &z))
+		return -1;
+	uint64_t p = m->prev + (uint64_t)zigzag_decode(z), v = z;
+	m->prev = p;
+	if (kind != PM_PLAIN) {
+		struct hs_ptr_tables *t = m->t;
+		uint32_t s = pm_slot(p), o;
+		if (z >> 63) {
+			m->overflow = 1;
+			return -1;
+		}
+		v = z << 1 | 1;
+		if (kind == PM_FREE) {
+			o = t->ao[s];
+			if (o && t->ap[s] == p && m->na - o < PM_REACH)
+				v = (uint64_t)(m->na - o) << 1;
+			t->fp[s] = p;
+			t->fo[s] = ++m->nf;
+		} else {
+			o = t->fo[s];
+			if (o && t->fp[s] == p && m->nf - o < PM_REACH)
+				v = (uint64_t)(m->nf - o) << 1;
+			t->ap[s] = p;
+			t->ao[s] = ++m->na;
+		}
+	}
+	return put_varint(out, v);
+}
+
+/* The modeled value -> the row's delta. */
+static inline int pm_decode(struct ptr_model *m, struct cursor *in,
+			    struct sink *out, int kind)
+{
+	uint64_t v, p;
+	if (varint_get(&in->p, in->end, &v))
+		return -1;
+	if (kind == PM_PLAIN) {
+		p = m->prev + (uint64_t)zigzag_decode(v);
+	} else if (v & 1) {
+		p = m->prev + (uint64_t)zigzag_decode(v >> 1);
+	} else {
+		uint64_t k = v >> 1;
+		uint32_t n = kind == PM_FREE ? m->na : m->nf;
+		if (k >= n || k >= PM_REACH)
+			return -1;
+		p = (kind == PM_FREE ? m->ra : m->rf)[(n - 1 - k) &
+						      (PM_REACH - 1)];
+	}
+	if (kind == PM_FREE)
+		m->rf[m->nf++ & (PM_REACH - 1)] = p;
+	else if (kind == PM_ALLOC)
+		m->ra[m->na++ & (PM_REACH - 1)] = p;
+	uint64_t z = zigzag_encode((int64_t)(p - m->prev));
+	m->prev = p;
+	return put_varint(out, z);
+}
+
+/* One pointer between a row and the column: as it is, or modeled. */
+static inline int move_ptr(struct cursor *in, struct sink *out, int encode,
+			   int kind)
+{
+	if (encode ? !out->pm : !in->pm)
+		return copy_varint(in, out);
+	return encode ? pm_encode(out->pm, in, out, kind)
+		      : pm_decode(in->pm, in, out, kind);
+}
+
 /* Moves one field between the row stream and its column; v: the value
  * read, for the counts and flags that say what follows. */
 static int move(const struct hs_field *f, struct cursor *row_in,
@@ -91,6 +217,9 @@ static int move(const struct hs_field *f, struct cursor *row_in,
 	if (f->type == HS_F_STR)
 		return encode ? move_str(row_in, &cout[f->column])
 			      : move_str(&cin[f->column], row_out);
+	if (f->type == HS_F_PTR && f->column == PTRS)
+		return encode ? move_ptr(row_in, &cout[PTRS], 1, PM_PLAIN)
+			      : move_ptr(&cin[PTRS], row_out, 0, PM_PLAIN);
 	return encode ? move_varint(row_in, &cout[f->column], v)
 		      : move_varint(&cin[f->column], row_out, v);
 }
@@ -146,28 +275,78 @@ size_t columns_bound(size_t n)
 	return n + 1 + NSTREAMS * HS_VARINT_MAX;
 }
 
+/* A chunk's first byte: its layout. */
+#define LAYOUT_PLAIN NSTREAMS             /* five lengths, five columns */
+#define LAYOUT_MODELED (0x80 | NSTREAMS)  /* see columns.h */
+
+/* The columns of a chunk: cursors on each, and the rows' length. */
+static int columns_open(const uint8_t *cols, size_t n, struct cursor *col,
+			uint64_t *rows_len)
+{
+	struct cursor c = { cols, cols + n, NULL };
+	uint64_t len[NSTREAMS];
+	if (c.p == c.end)
+		return -1;
+	unsigned layout = *c.p++;
+	if (layout != LAYOUT_PLAIN && layout != LAYOUT_MODELED)
+		return -1;
+	*rows_len = n;
+	if (layout == LAYOUT_MODELED && varint_get(&c.p, c.end, rows_len))
+		return -1;
+	for (int s = 0; s < NSTREAMS; s++)
+		if ((layout == LAYOUT_PLAIN || s != PTRS) &&
+		    varint_get(&c.p, c.end, &len[s]))
+			return -1;
+	for (int s = 0; s < NSTREAMS; s++) {
+		if (layout == LAYOUT_MODELED && s == PTRS)
+			continue;
+		if (len[s] > (uint64_t)(c.end - c.p))
+			return -1;
+		col[s] = (struct cursor){ c.p, c.p + len[s], NULL };
+		c.p += len[s];
+	}
+	if (layout == LAYOUT_MODELED) /* the rest */
+		col[PTRS] = (struct cursor){ c.p, c.end, NULL };
+	else if (c.p != c.end)
+		return -1;
+	return layout == LAYOUT_MODELED;
+}
+
+size_t columns_rows_size(const uint8_t *cols, size_t n)
+{
+	struct cursor col[NSTREAMS];
+	uint64_t rows_len;
+	if (columns_open(cols, n, col, &rows_len) < 0)
+		return (size_t)-1;
+	return rows_len > SIZE_MAX / 2 ? (size_t)-1 : (size_t)rows_len;
+}
+
 size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		      size_t cap)
 {
-	struct cursor c = { cols, cols + n };
 	struct cursor col[NSTREAMS];
-	uint64_t len[NSTREAMS];
-	if (c.p == c.end || *c.p++ != NSTREAMS)
+	uint64_t rows_len;
+	struct ptr_model pm = { 0 };
+	int modeled = columns_open(cols, n, col, &rows_len);
+	if (modeled < 0)
 		return (size_t)-1;
-	for (int s = 0; s < NSTREAMS; s++)
-		if (varint_get(&c.p, c.end, &len[s]))
+	if (modeled) {
+		if (rows_len > cap)
 			return (size_t)-1;
-	for (int s = 0; s < NSTREAMS; s++) {
-		if (len[s] > (uint64_t)(c.end - c.p))
+		cap = (size_t)rows_len;
+		/* written before they are read: never cleared */
+		pm.ra = malloc(2 * PM_REACH * sizeof(*pm.ra));
+		if (!pm.ra)
 			return (size_t)-1;
-		col[s] = (struct cursor){ c.p, c.p + len[s] };
-		c.p += len[s];
+		pm.rf = pm.ra + PM_REACH;
+		col[PTRS].pm = &pm;
 	}
 	struct sink out = { .p = rows, .end = rows + cap };
+	size_t rc = (size_t)-1;
 	while (col[TAGS].p < col[TAGS].end) {
 		unsigned tag = *col[TAGS].p++;
 		if (out.p == out.end)
-			return (size_t)-1;
+			goto out;
 		*out.p++ = (uint8_t)tag;
 		/* the hot records inline, as in columns_encode */
 		int bad;
@@ -175,14 +354,14 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 		case HS_REC_ALLOC:
 			bad = copy_varint(&col[SIZES], &out) ||
 			      copy_varint(&col[STACKS], &out) ||
-			      copy_varint(&col[PTRS], &out);
+			      move_ptr(&col[PTRS], &out, 0, PM_ALLOC);
 			break;
 		case HS_REC_FREE:
-			bad = copy_varint(&col[PTRS], &out);
+			bad = move_ptr(&col[PTRS], &out, 0, PM_FREE);
 			break;
 		case HS_REC_REALLOC:
-			bad = copy_varint(&col[PTRS], &out) ||
-			      copy_varint(&col[PTRS], &out) ||
+			bad = move_ptr(&col[PTRS], &out, 0, PM_FREE) ||
+			      move_ptr(&col[PTRS], &out, 0, PM_ALLOC) ||
 			      copy_varint(&col[SIZES], &out) ||
 			      copy_varint(&col[STACKS], &out);
 			break;
@@ -193,12 +372,17 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 				      : walk(tag, NULL, &out, col, NULL, 0);
 		}
 		if (bad)
-			return (size_t)-1;
+			goto out;
 	}
 	for (int s = 0; s < NSTREAMS; s++)
 		if (col[s].p != col[s].end)
-			return (size_t)-1; /* leftover bytes: corrupt */
-	return (size_t)(out.p - rows);
+			goto out; /* leftover bytes: corrupt */
+	if (modeled && out.p != out.end)
+		goto out; /* not the length it said */
+	rc = (size_t)(out.p - rows);
+out:
+	free(pm.ra);
+	return rc;
 }
 
 /* The length of the varint at in, which is moved past it. */
@@ -241,7 +425,7 @@ static inline int skip_str(struct cursor *in, size_t *len)
  * column has no room. */
 static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 {
-	struct cursor in = { rows, rows + n };
+	struct cursor in = { rows, rows + n, NULL };
 	int counting = col[TAGS].counting;
 	while (in.p < in.end) {
 		unsigned tag = *in.p++;
@@ -278,14 +462,14 @@ static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 			case HS_REC_ALLOC:
 				bad = copy_varint(&in, &col[SIZES]) ||
 				      copy_varint(&in, &col[STACKS]) ||
-				      copy_varint(&in, &col[PTRS]);
+				      move_ptr(&in, &col[PTRS], 1, PM_ALLOC);
 				break;
 			case HS_REC_FREE:
-				bad = copy_varint(&in, &col[PTRS]);
+				bad = move_ptr(&in, &col[PTRS], 1, PM_FREE);
 				break;
 			case HS_REC_REALLOC:
-				bad = copy_varint(&in, &col[PTRS]) ||
-				      copy_varint(&in, &col[PTRS]) ||
+				bad = move_ptr(&in, &col[PTRS], 1, PM_FREE) ||
+				      move_ptr(&in, &col[PTRS], 1, PM_ALLOC) ||
 				      copy_varint(&in, &col[SIZES]) ||
 				      copy_varint(&in, &col[STACKS]);
 				break;
@@ -305,36 +489,56 @@ static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 
 /* Two passes, the first to size the columns, so that they are written in
  * place: no scratch of a region per column, which the recorder would
- * keep resident (five times its buffer). */
-size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
-		      size_t cap)
+ * keep resident (five times its buffer).  With tables, the pointer column
+ * is modeled and goes last, where its length needs no counting; it falls
+ * back to the plain layout if the model does not fit. */
+static size_t encode(const uint8_t *rows, size_t n, uint8_t *out, size_t cap,
+		     struct hs_ptr_tables *t)
 {
 	struct sink col[NSTREAMS];
+	struct ptr_model pm = { .t = t };
 	for (int s = 0; s < NSTREAMS; s++)
 		col[s] = (struct sink){ .counting = 1 };
 	if (transpose(rows, n, col))
 		return 0;
 	uint8_t *o = out, *end = out + cap;
-	if (cap < 1 + NSTREAMS * HS_VARINT_MAX)
+	if (cap < 2 + NSTREAMS * HS_VARINT_MAX)
 		return 0;
-	*o++ = NSTREAMS;
+	*o++ = t ? LAYOUT_MODELED : LAYOUT_PLAIN;
+	if (t)
+		o = varint_put(o, n);
 	size_t total = 0;
 	for (int s = 0; s < NSTREAMS; s++) {
+		if (t && s == PTRS)
+			continue;
 		o = varint_put(o, col[s].n);
 		total += col[s].n;
 	}
 	if (total > (size_t)(end - o))
 		return 0;
 	for (int s = 0; s < NSTREAMS; s++) {
+		if (t && s == PTRS)
+			continue;
 		size_t len = col[s].n;
-		col[s] = (struct sink){ o, o + len, 0, 0 };
+		col[s] = (struct sink){ o, o + len, 0, 0, NULL };
 		o += len;
+	}
+	if (t) {
+		memset(t, 0, sizeof(*t));
+		col[PTRS] = (struct sink){ o, end, 0, 0, &pm };
 	}
 	/* each column must come out at exactly its counted length */
 	if (transpose(rows, n, col))
 		return 0;
 	for (int s = 0; s < NSTREAMS; s++)
-		if (col[s].p != col[s].end)
+		if (col[s].p != col[s].end && !(t && s == PTRS))
 			return 0;
-	return (size_t)(o - out);
+	return (size_t)((t ? col[PTRS].p : o) - out);
+}
+
+size_t columns_encode(const uint8_t *rows, size_t n, uint8_t *out,
+		      size_t cap, struct hs_ptr_tables *tables)
+{
+	size_t c = tables ? encode(rows, n, out, cap, tables) : 0;
+	return c ? c : encode(rows, n, out, cap, NULL);
 }

@@ -46,16 +46,36 @@ size_t chunk_bound(size_t n)
 	return HS_CHUNK_HEADER_LEN + ZSTD_compressBound(columns_bound(n));
 }
 
+/* work: the columns, then the pointer model's tables */
+static size_t tables_at(size_t n)
+{
+	return (columns_bound(n) + 63) & ~(size_t)63;
+}
+
 size_t chunk_work_size(size_t n)
 {
-	return columns_bound(n);
+	return tables_at(n) + columns_tables_size();
+}
+
+static size_t encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
+		     void *dst, size_t cap, uint8_t *work,
+		     struct hs_ptr_tables *tables)
+{
+	size_t c = columns_encode(rows, n, work, columns_bound(n), tables);
+	return c ? chunk_pack(cctx, work, c, dst, cap) : 0;
 }
 
 size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
 		    void *dst, size_t cap, uint8_t *work)
 {
-	size_t c = columns_encode(rows, n, work, columns_bound(n));
-	return c ? chunk_pack(cctx, work, c, dst, cap) : 0;
+	return encode(cctx, rows, n, dst, cap, work,
+		      (struct hs_ptr_tables *)(void *)(work + tables_at(n)));
+}
+
+size_t chunk_encode_plain(struct ZSTD_CCtx_s *cctx, const void *rows,
+			  size_t n, void *dst, size_t cap, uint8_t *work)
+{
+	return encode(cctx, rows, n, dst, cap, work, NULL);
 }
 
 size_t chunk_pack(struct ZSTD_CCtx_s *cctx, const void *src, size_t n,

@@ -365,14 +365,18 @@ void header_put_str(struct hs_header_buf *h, unsigned key, const char *s);
 size_t header_write(const struct hs_header_buf *h, uint8_t *dst, size_t cap);
 
 /* Frames n bytes of records (rows) as one chunk in dst: transposes them
- * into columns (see columns.h) in work, of chunk_work_size(n) bytes, then
- * compresses.  cap must be at least chunk_bound(n).  Returns the chunk's
- * length, or 0 if the records do not parse or zstd fails. */
+ * into columns (see columns.h) in work, of chunk_work_size(n) bytes, its
+ * pointers modeled, then compresses.  cap must be at least chunk_bound(n).
+ * Returns the chunk's length, or 0 if the records do not parse or zstd
+ * fails.  chunk_encode_plain: without the model, whose tables make
+ * chunk_work_size 1.5 MiB, for a few records: work of columns_bound(n). */
 struct ZSTD_CCtx_s;
 size_t chunk_bound(size_t n);
 size_t chunk_work_size(size_t n);
 size_t chunk_encode(struct ZSTD_CCtx_s *cctx, const void *rows, size_t n,
 		    void *dst, size_t cap, uint8_t *work);
+size_t chunk_encode_plain(struct ZSTD_CCtx_s *cctx, const void *rows,
+			  size_t n, void *dst, size_t cap, uint8_t *work);
 /* The same for a payload already in columns (n bytes). */
 size_t chunk_pack(struct ZSTD_CCtx_s *cctx, const void *payload, size_t n,
 		   void *dst, size_t cap);

@@ -96,10 +96,10 @@ static struct hs_reader *open_stream(FILE *f, const char *path)
 	}
 	unsigned version = pre[8] | pre[9] << 8;
 	uint32_t blen = le32_get(pre + 12);
-	if (version != HS_FORMAT_VERSION) {
+	if (version < HS_FORMAT_VERSION_MIN || version > HS_FORMAT_VERSION) {
 		hs_error("%s: trace format version %u is not supported (this "
-			 "heapslope reads version %u)",
-			 path, version, HS_FORMAT_VERSION);
+			 "heapslope reads versions %u to %u)",
+			 path, version, HS_FORMAT_VERSION_MIN, HS_FORMAT_VERSION);
 		goto fail;
 	}
 	if (blen > HS_HEADER_MAX) {
@@ -241,8 +241,7 @@ static int chunk_load(FILE *f, const char *path, uint64_t offset,
 		return chunk_err(c, "%s: corrupt trace: bad chunk size at byte "
 				 "%llu", path, at);
 	if (grow(&c->cbuf, &c->ccap, csize ? csize : 1) ||
-	    grow(&c->ubuf, &c->ucap, usize ? usize : 1) ||
-	    grow(&c->rbuf, &c->rcap, usize ? usize : 1))
+	    grow(&c->ubuf, &c->ucap, usize ? usize : 1))
 		return chunk_err(c, "out of memory");
 	/* read, not mapped: unmapping each chunk again costs more (TLB
 	 * shootdowns once other threads run) than the copy */
@@ -258,7 +257,14 @@ static int chunk_load(FILE *f, const char *path, uint64_t offset,
 	if (n != usize)
 		return chunk_err(c, "%s: corrupt trace: chunk at byte %llu has "
 				 "%zu bytes, expected %u", path, at, n, usize);
-	c->rows = columns_decode(c->ubuf, usize, c->rbuf, c->rcap);
+	/* rows: as long as the columns, or as the modeled ones say */
+	size_t rows = columns_rows_size(c->ubuf, usize);
+	if (rows != (size_t)-1 && rows <= HS_CHUNK_MAX &&
+	    grow(&c->rbuf, &c->rcap, rows ? rows : 1))
+		return chunk_err(c, "out of memory");
+	c->rows = rows <= HS_CHUNK_MAX
+			  ? columns_decode(c->ubuf, usize, c->rbuf, rows)
+			  : (size_t)-1;
 	if (c->rows == (size_t)-1)
 		return chunk_err(c, "%s: corrupt trace: bad columns in the "
 				 "chunk at byte %llu", path, at);

@@ -1,4 +1,4 @@
-/* The heapslope trace format, version 1: the one thing the recorder and the
+/* The heapslope trace format, version 2: the one thing the recorder and the
  * analyzer share. man/heapslope-trace.5 documents it byte by byte. */
 #ifndef HS_TRACE_FORMAT_H
 #define HS_TRACE_FORMAT_H
@@ -12,7 +12,9 @@
  *          zstd frame (with content checksum) holding whole records */
 #define HS_MAGIC "\x89HSLOPE\n"
 #define HS_MAGIC_LEN 8
-#define HS_FORMAT_VERSION 1
+#define HS_FORMAT_VERSION 2
+/* version 1 had no modeled chunks (columns.h); it reads as it did */
+#define HS_FORMAT_VERSION_MIN 1
 #define HS_PREAMBLE_LEN 16
 #define HS_HEADER_MAX (1u << 20)
 #define HS_CHUNK_MAGIC "HSFR"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "format/columns.h"
 #include "format/encoder.h"
 
 int main(int argc, char **argv)
@@ -20,12 +21,12 @@ int main(int argc, char **argv)
 	size_t n = (size_t)(enc_exiting(rec, t) - rec);
 	ZSTD_CCtx *cctx = ZSTD_createCCtx();
 	int fd = open(argv[1], O_WRONLY | O_APPEND);
-	if (!cctx || fd < 0 || chunk_work_size(n) > sizeof(work)) {
+	if (!cctx || fd < 0 || columns_bound(n) > sizeof(work)) {
 		perror(argv[1]);
 		return 1;
 	}
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-	size_t len = chunk_encode(cctx, rec, n, out, sizeof(out), work);
+	size_t len = chunk_encode_plain(cctx, rec, n, out, sizeof(out), work);
 	if (!len || write(fd, out, len) != (ssize_t)len) {
 		fprintf(stderr, "append_exiting: cannot append to %s\n",
 			argv[1]);

@@ -90,9 +90,13 @@ def test_damaged_traces():
                        want="truncated trace header")
         one_line_error(write_file(d, "hdrcut", data[:16 + blen // 2]),
                        "header cut in the middle", want="truncated trace header")
-        v2 = bytearray(data)
-        v2[8:10] = struct.pack("<H", 2)
-        one_line_error(write_file(d, "v2", v2), "format version 2", want="version 2")
+        check(struct.unpack_from("<H", data, 8)[0] == 2, "traces are version 2")
+        v3 = bytearray(data)
+        v3[8:10] = struct.pack("<H", 3)
+        one_line_error(write_file(d, "v3", v3), "format version 3", want="version 3")
+        v0 = bytearray(data)
+        v0[8:10] = struct.pack("<H", 0)
+        one_line_error(write_file(d, "v0", v0), "format version 0", want="version 0")
         v = bytearray(data)
         v[8:10] = struct.pack("<H", 0xffff)
         one_line_error(write_file(d, "v65535", v), "format version 65535",

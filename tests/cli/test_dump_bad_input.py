@@ -111,7 +111,7 @@ def test_corrupt_frame():
 def test_future_version():
     with tmpdir() as d:
         data = bytearray(real_trace(d))
-        check_eq(struct.unpack_from("<H", data, 8)[0], 1, "format version")
+        check_eq(struct.unpack_from("<H", data, 8)[0], 2, "format version")
         data[8:10] = struct.pack("<H", 99)
         bad(write_file(d, "v99.hst", bytes(data)), "format version 99",
             "version 99")

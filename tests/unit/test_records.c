@@ -247,7 +247,7 @@ static void test_columns(void)
 	}
 	uint8_t *cols = malloc(columns_bound(n));
 	uint8_t *back = malloc(n + 64);
-	size_t c = columns_encode(rows, n, cols, columns_bound(n));
+	size_t c = columns_encode(rows, n, cols, columns_bound(n), NULL);
 	CHECK(c > 0);
 	const uint8_t *q = cols, *end = cols + c;
 	CHECK(*q++ == HS_COLUMNS);
@@ -262,8 +262,113 @@ static void test_columns(void)
 	}
 	CHECK(columns_decode(cols, c, back, n + 64) == n);
 	CHECK(memcmp(back, rows, n) == 0);
+	/* modeled, the same rows come back (widths to 2^64 - 1: pointers
+	 * whose delta cannot take the model's flag bit fall back to the
+	 * plain layout) */
+	struct hs_ptr_tables *t = malloc(columns_tables_size());
+	c = columns_encode(rows, n, cols, columns_bound(n), t);
+	CHECK(c > 0);
+	CHECK(columns_rows_size(cols, c) >= n);
+	memset(back, 0, n + 64);
+	CHECK(columns_decode(cols, c, back, n + 64) == n);
+	CHECK(memcmp(back, rows, n) == 0);
+	free(t);
 	free(cols);
 	free(back);
+}
+
+/* The pointer model by hand: which pointers become references, and what
+ * their values are (columns.h). */
+static void test_pointer_model(void)
+{
+	uint8_t rows[256], *p = rows;
+	struct hs_enc e;
+	enc_reset(&e);
+	const uint64_t A = 0x10000, B = 0x10040, C = 0x20000;
+	p = enc_alloc(&e, p, HS_FN_MALLOC, A, 48, 1);  /* new: delta */
+	p = enc_alloc(&e, p, HS_FN_MALLOC, B, 48, 1);  /* new: delta */
+	p = enc_free(&e, p, HS_FN_FREE, A);            /* 2nd alloc back: 1 */
+	p = enc_alloc(&e, p, HS_FN_MALLOC, A, 40, 2);  /* last free: 0 */
+	p = enc_realloc(&e, p, HS_FN_REALLOC, B, B, 64, 3); /* 1st alloc
+							      * back, then
+							      * the free */
+	p = enc_munmap(&e, p, C, 4096);                /* as it is */
+	p = enc_free(&e, p, HS_FN_FREE, C);            /* never allocated */
+	size_t n = (size_t)(p - rows);
+	struct hs_ptr_tables *t = malloc(columns_tables_size());
+	uint8_t cols[512], back[512];
+	size_t c = columns_encode(rows, n, cols, sizeof(cols), t);
+	CHECK(c > 0);
+	CHECK(cols[0] == (0x80 | HS_COLUMNS));
+	/* the pointer column is the end: 7 pointers of known values */
+	uint64_t want[] = {
+		zigzag_encode((int64_t)A) << 1 | 1,
+		zigzag_encode((int64_t)(B - A)) << 1 | 1,
+		1 << 1, /* free A: allocated 2 allocations back (k = 1) */
+		0 << 1, /* alloc A: freed by the last free */
+		1 << 1, /* realloc's old B: 2 allocations back */
+		0 << 1, /* its new B: the free just before */
+		zigzag_encode((int64_t)(C - B)), /* munmap: plain */
+		zigzag_encode((int64_t)(C - C)) << 1 | 1, /* free C */
+	};
+	size_t nw = sizeof(want) / sizeof(want[0]), len = 0, third = 0;
+	uint8_t tail[128];
+	for (size_t i = 0; i < nw; i++) {
+		if (i == 2)
+			third = len;
+		len = (size_t)(varint_put(tail + len, want[i]) - tail);
+	}
+	CHECK(c > len && memcmp(cols + c - len, tail, len) == 0);
+	CHECK(columns_decode(cols, c, back, sizeof(back)) == n);
+	CHECK(memcmp(back, rows, n) == 0);
+	/* a reference to before the chunk's first free: corrupt */
+	cols[c - len + third] = 3 << 1; /* "free A": 4 allocations back */
+	CHECK(columns_decode(cols, c, back, sizeof(back)) == (size_t)-1);
+	free(t);
+}
+
+/* Many blocks, freed and reused in a random order, past the model's
+ * reach and across its table's collisions: the rows come back exactly. */
+static void test_pointer_model_random(void)
+{
+	enum { EVENTS = 400000, LIVE = 1 << 17 };
+	uint8_t *rows = malloc(EVENTS * 16), *p = rows;
+	uint64_t *live = calloc(LIVE, sizeof(*live)), *freed = NULL;
+	uint64_t x = 88172645463325252ull, top = 0x55550000;
+	size_t nfreed = 0;
+	freed = calloc(EVENTS, sizeof(*freed));
+	struct hs_enc e;
+	enc_reset(&e);
+	for (int i = 0; i < EVENTS; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t *slot = &live[x % LIVE];
+		if (*slot) {
+			p = enc_free(&e, p, HS_FN_FREE, *slot);
+			freed[nfreed++] = *slot;
+			*slot = 0;
+		} else {
+			/* mostly the latest freed block, as free lists do */
+			uint64_t a = nfreed && (x >> 20) % 4 ? freed[--nfreed]
+							     : (top += 48);
+			p = enc_alloc(&e, p, HS_FN_MALLOC, a, 40, x >> 40 & 7);
+			*slot = a;
+		}
+	}
+	size_t n = (size_t)(p - rows);
+	struct hs_ptr_tables *t = malloc(columns_tables_size());
+	uint8_t *plain = malloc(columns_bound(n)), *cols = malloc(columns_bound(n));
+	uint8_t *back = malloc(n);
+	size_t cp = columns_encode(rows, n, plain, columns_bound(n), NULL);
+	size_t c = columns_encode(rows, n, cols, columns_bound(n), t);
+	CHECK(cp > 0 && c > 0);
+	CHECK(cols[0] == (0x80 | HS_COLUMNS));
+	CHECK(c < cp); /* frees at random: only a little (zstd does more) */
+	CHECK(columns_decode(cols, c, back, n) == n);
+	CHECK(memcmp(back, rows, n) == 0);
+	/* too little room for the rows it says it holds: corrupt */
+	CHECK(columns_decode(cols, c, back, n - 1) == (size_t)-1);
+	free(t), free(plain), free(cols), free(back);
+	free(rows), free(live), free(freed);
 }
 
 /* A whole trace in memory: header, then rows as one chunk per call. */
@@ -495,6 +600,8 @@ int main(int argc, char **argv)
 	test_table();
 	test_encoders();
 	test_columns();
+	test_pointer_model();
+	test_pointer_model_random();
 	test_events();
 	test_newer();
 	return check_report("records");
