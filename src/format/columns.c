@@ -103,9 +103,15 @@ enum { PM_PLAIN, PM_ALLOC, PM_FREE };
 #define PM_SLOTS (1u << PM_BITS)
 #define PM_REACH (1u << 16)
 
+/* A slot holds the allocation and the free whose pointers hash there:
+ * one cache line to look one up and file the other. */
+struct pm_slot {
+	uint64_t ap, fp; /* pointers */
+	uint32_t ao, fo; /* their number + 1; 0: none */
+};
+
 struct hs_ptr_tables {
-	uint64_t ap[PM_SLOTS], fp[PM_SLOTS]; /* allocations', frees' */
-	uint32_t ao[PM_SLOTS], fo[PM_SLOTS]; /* their number + 1; 0: none */
+	struct pm_slot s[PM_SLOTS];
 };
 
 struct ptr_model {
@@ -121,7 +127,7 @@ size_t columns_tables_size(void)
 	return sizeof(struct hs_ptr_tables);
 }
 
-static inline uint32_t pm_slot(uint64_t p)
+static inline uint32_t pm_hash(uint64_t p)
 {
 	return (uint32_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> (64 - PM_BITS));
 }
@@ -146,25 +152,22 @@ static inline int pm_encode(struct ptr_model *m, struct cursor *in,
 	uint64_t p = m->prev + (uint64_t)zigzag_decode(z), v = z;
 	m->prev = p;
 	if (kind != PM_PLAIN) {
-		struct hs_ptr_tables *t = m->t;
-		uint32_t s = pm_slot(p), o;
+		struct pm_slot *e = &m->t->s[pm_hash(p)];
 		if (z >> 63) {
 			m->overflow = 1;
 			return -1;
 		}
 		v = z << 1 | 1;
 		if (kind == PM_FREE) {
-			o = t->ao[s];
-			if (o && t->ap[s] == p && m->na - o < PM_REACH)
-				v = (uint64_t)(m->na - o) << 1;
-			t->fp[s] = p;
-			t->fo[s] = ++m->nf;
+			if (e->ao && e->ap == p && m->na - e->ao < PM_REACH)
+				v = (uint64_t)(m->na - e->ao) << 1;
+			e->fp = p;
+			e->fo = ++m->nf;
 		} else {
-			o = t->fo[s];
-			if (o && t->fp[s] == p && m->nf - o < PM_REACH)
-				v = (uint64_t)(m->nf - o) << 1;
-			t->ap[s] = p;
-			t->ao[s] = ++m->na;
+			if (e->fo && e->fp == p && m->nf - e->fo < PM_REACH)
+				v = (uint64_t)(m->nf - e->fo) << 1;
+			e->ap = p;
+			e->ao = ++m->na;
 		}
 	}
 	return put_varint(out, v);
