@@ -87,6 +87,55 @@ static inline int copy_varint(struct cursor *in, struct sink *out)
 	return move_varint(in, out, NULL);
 }
 
+/* A varint at in, read: from one 8-byte load when it fits in it. */
+static inline __attribute__((always_inline)) int
+get_varint(struct cursor *in, uint64_t *v)
+{
+	if (in->end - in->p >= 8) {
+		uint64_t w;
+		memcpy(&w, in->p, 8);
+		uint64_t stops = ~w & 0x8080808080808080ull;
+		if (stops) {
+			unsigned b = (unsigned)__builtin_ctzll(stops); /* 8l-1 */
+			w &= b == 63 ? ~0ull : (2ull << b) - 1;
+			*v = (w & 0x7f) | (w >> 1 & 0x3f80) |
+			     (w >> 2 & 0x1fc000) | (w >> 3 & 0xfe00000) |
+			     (w >> 4 & 0x7f0000000ull) |
+			     (w >> 5 & 0x3f800000000ull) |
+			     (w >> 6 & 0x1fc0000000000ull) |
+			     (w >> 7 & 0xfe000000000000ull);
+			in->p += (b >> 3) + 1;
+			return 0;
+		}
+	}
+	return varint_get(&in->p, in->end, v);
+}
+
+/* An extension record after its tag (type, payload length, payload),
+ * moved whole to out in one 8-byte copy when short (HS_EXT_PY_AT: one in
+ * two events of a Python program); n: its length, added up. */
+static inline __attribute__((always_inline)) int
+ext_short(const struct cursor *in, size_t *n)
+{
+	const uint8_t *p = in->p;
+	if (in->end - p < 8 || (p[0] | p[1]) & 0x80 || p[1] > 6)
+		return 0;
+	*n = 2 + (size_t)p[1];
+	return 1;
+}
+
+static inline int copy_ext(struct cursor *in, struct sink *out)
+{
+	size_t n;
+	if (out->end - out->p >= 8 && ext_short(in, &n)) {
+		memcpy(out->p, in->p, 8);
+		out->p += n;
+		in->p += n;
+		return 0;
+	}
+	return move_varint(in, out, NULL) || move_str(in, out);
+}
+
 /* ---- the pointer model of a modeled chunk ----
  * A pointer is mostly one seen a little before: a free's, the block an
  * allocation returned; an allocation's, a block freed just before (the
@@ -143,11 +192,11 @@ static inline int put_varint(struct sink *out, uint64_t v)
 }
 
 /* Row pointer (a delta) -> the modeled value in the pointer column. */
-static inline int pm_encode(struct ptr_model *m, struct cursor *in,
-			    struct sink *out, int kind)
+static inline __attribute__((always_inline)) int
+pm_encode(struct ptr_model *m, struct cursor *in, struct sink *out, int kind)
 {
 	uint64_t z;
-	if (varint_get(&in->p, in->end, &z))
+	if (get_varint(in, &z))
 		return -1;
 	uint64_t p = m->prev + (uint64_t)zigzag_decode(z), v = z;
 	m->prev = p;
@@ -174,11 +223,11 @@ static inline int pm_encode(struct ptr_model *m, struct cursor *in,
 }
 
 /* The modeled value -> the row's delta. */
-static inline int pm_decode(struct ptr_model *m, struct cursor *in,
-			    struct sink *out, int kind)
+static inline __attribute__((always_inline)) int
+pm_decode(struct ptr_model *m, struct cursor *in, struct sink *out, int kind)
 {
 	uint64_t v, p;
-	if (varint_get(&in->p, in->end, &v))
+	if (get_varint(in, &v))
 		return -1;
 	if (kind == PM_PLAIN) {
 		p = m->prev + (uint64_t)zigzag_decode(v);
@@ -202,8 +251,8 @@ static inline int pm_decode(struct ptr_model *m, struct cursor *in,
 }
 
 /* One pointer between a row and the column: as it is, or modeled. */
-static inline int move_ptr(struct cursor *in, struct sink *out, int encode,
-			   int kind)
+static inline __attribute__((always_inline)) int
+move_ptr(struct cursor *in, struct sink *out, int encode, int kind)
 {
 	if (encode ? !out->pm : !in->pm)
 		return copy_varint(in, out);
@@ -370,8 +419,7 @@ size_t columns_decode(const uint8_t *cols, size_t n, uint8_t *rows,
 			break;
 		default:
 			bad = tag == HS_REC_EXT
-				      ? copy_varint(&col[REST], &out) ||
-						move_str(&col[REST], &out)
+				      ? copy_ext(&col[REST], &out)
 				      : walk(tag, NULL, &out, col, NULL, 0);
 		}
 		if (bad)
@@ -452,10 +500,20 @@ static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 				      skip_varint(&in, &col[STACKS].n);
 				break;
 			default: /* an extension: type and payload, as walk */
-				bad = tag == HS_REC_EXT
-					      ? skip_varint(&in, &col[REST].n) ||
-							skip_str(&in, &col[REST].n)
-					      : walk(tag, &in, NULL, NULL, col, 1);
+				size_t l;
+				if (tag == HS_REC_EXT && ext_short(&in, &l)) {
+					in.p += l;
+					col[REST].n += l;
+					bad = 0;
+				} else {
+					bad = tag == HS_REC_EXT
+						      ? skip_varint(&in,
+								    &col[REST].n) ||
+								skip_str(&in,
+									 &col[REST].n)
+						      : walk(tag, &in, NULL, NULL,
+							     col, 1);
+				}
 			}
 		} else {
 			if (col[TAGS].p == col[TAGS].end)
@@ -479,8 +537,7 @@ static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 			default: /* extensions (a Python program's stack
 				  * changes: one in two events) as walk would */
 				bad = tag == HS_REC_EXT
-					      ? copy_varint(&in, &col[REST]) ||
-							move_str(&in, &col[REST])
+					      ? copy_ext(&in, &col[REST])
 					      : walk(tag, &in, NULL, NULL, col, 1);
 			}
 		}
