@@ -20,8 +20,8 @@ int buffer_create(void)
 	/* resident from the start: filling them is not the program's
 	 * growth */
 	B.cap = BUFFER_SIZE;
-	B.buf[0] = rmem_map_resident(BUFFER_SIZE);
-	B.buf[1] = rmem_map_resident(BUFFER_SIZE);
+	B.buf[0] = rmem_map_resident(BUFFER_ROOM);
+	B.buf[1] = rmem_map_resident(BUFFER_ROOM);
 	return B.buf[0] && B.buf[1] ? 0 : -1;
 }
 
@@ -34,6 +34,7 @@ void buffer_start(void)
 
 void buffer_reset(void)
 {
+	write_chunk_forget();
 	B.pending = 0;
 	B.len = 0;
 	enc_reset(&hs_rec.enc);
@@ -121,7 +122,7 @@ void buffer_drain(void)
 		B.len = 0;
 }
 
-int buffer_pending(const uint8_t **src, size_t *n)
+int buffer_pending(uint8_t **src, size_t *n)
 {
 	*src = B.buf[!B.active];
 	*n = B.pending_len;

@@ -104,6 +104,8 @@ extern const uintptr_t *exiting_py_finalizing;
 /* ---- buffer.c: the records being filled, before compression ---- */
 
 #define BUFFER_SIZE (2u << 20) /* each of the two */
+/* mapped for each: a chunk is compressed in place of its rows */
+#define BUFFER_ROOM chunk_bound(BUFFER_SIZE)
 int buffer_create(void);
 /* With the lock held: room for n bytes, swapping buffers if needed;
  * NULL when recording stopped. */
@@ -122,7 +124,7 @@ int buffer_flush(const uint8_t *extra, size_t n);
  * what cannot be written stays. */
 void buffer_drain(void);
 /* For the writer thread, lock held: the buffer handed over, if any. */
-int buffer_pending(const uint8_t **src, size_t *n);
+int buffer_pending(uint8_t **src, size_t *n);
 /* It was written (or given up); the appenders may go on. */
 void buffer_written(void);
 /* Hands the active buffer over if it holds records and nothing was
@@ -143,12 +145,17 @@ int writer_running(void);
 void writer_forget(void);
 /* Wakes it: a buffer was handed over (all: or recording stopped). */
 void writer_wake(int all);
-/* Compresses n bytes of records into a chunk, returned in *out (0 on
- * failure); the caller owns the compression context: the writer
- * thread, or the writer is stopped. */
-size_t writer_compress(const uint8_t *src, size_t n, const uint8_t **out);
-/* Compresses and writes n bytes of records as a chunk. */
-int write_chunk(const uint8_t *src, size_t n);
+/* Compresses n bytes of records into a chunk at dst, of cap >=
+ * chunk_bound(n) bytes; its length, 0 on failure.  The caller owns the
+ * compression context: the writer thread, or the writer is stopped. */
+size_t writer_compress(const uint8_t *src, size_t n, uint8_t *dst,
+		       size_t cap);
+/* Compresses n bytes of records in a buffer (buffer.c) into a chunk, in
+ * its place, and writes it.  After a failed write the buffer holds that
+ * chunk, which a retry writes. */
+int write_chunk(uint8_t *rows, size_t n);
+/* The buffers were reset: no chunk waits in one. */
+void write_chunk_forget(void);
 
 /* ---- sampler.c: RSS, mallinfo2 and the program break ---- */
 

@@ -18,6 +18,8 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include <zstd.h>
+
 #include "internal.h"
 #include "records.h"
 #include "unwind.h"
@@ -397,8 +399,10 @@ static int reopen(int *own)
 void trace_write_stop(void)
 {
 	struct recorder *R = &hs_rec;
-	static uint8_t end[RECORDS_END_MAX]; /* lock held; small stacks */
-	const uint8_t *chunk;
+	/* lock held; small stacks */
+	static uint8_t end[RECORDS_END_MAX],
+		chunk[HS_CHUNK_HEADER_LEN +
+		      ZSTD_COMPRESSBOUND(RECORDS_END_MAX + 64)];
 	int own;
 	if (R->ended || !hs_started || !T.file_off ||
 	    (R->fail_kind == FAIL_FD && !R->finishing))
@@ -412,7 +416,7 @@ void trace_write_stop(void)
 		buffer_drain();
 	size_t n = records_end(end, HS_END_ERROR, NULL,
 			       R->failed ? R->stop_reason : NULL, R->counts);
-	size_t c = writer_compress(end, n, &chunk);
+	size_t c = writer_compress(end, n, chunk, sizeof(chunk));
 	if (c && write_all(fd, chunk, c) == 0)
 		T.file_off += c;
 	else

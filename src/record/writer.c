@@ -21,10 +21,15 @@ static struct {
 	pthread_t thread;
 	int running;
 	ZSTD_CCtx *cctx;
-	uint8_t *out;   /* the chunk */
-	size_t out_cap;
 	uint8_t *work;  /* room to transpose a buffer into columns */
 } W;
+
+/* A chunk that was compressed in place of its rows and not written: what
+ * a retry of that buffer writes, its rows being gone. */
+static struct {
+	const uint8_t *at;
+	size_t len;
+} unwritten;
 
 int writer_create(void)
 {
@@ -32,34 +37,45 @@ int writer_create(void)
 	 * so the first compression does not show up as program growth */
 	size_t ws_size = ZSTD_estimateCCtxSize(ZSTD_LEVEL);
 	void *ws = rmem_map_resident(ws_size);
-	W.out_cap = chunk_bound(BUFFER_SIZE + 4096);
-	W.out = rmem_map_resident(W.out_cap);
 	W.work = rmem_map_resident(chunk_work_size(BUFFER_SIZE));
 	W.cctx = ws ? ZSTD_initStaticCCtx(ws, ws_size) : NULL;
-	if (!W.out || !W.work || !W.cctx)
+	if (!W.work || !W.cctx)
 		return -1;
 	ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL);
 	ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_checksumFlag, 1);
 	return 0;
 }
 
-size_t writer_compress(const uint8_t *src, size_t n, const uint8_t **out)
+size_t writer_compress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap)
 {
-	*out = W.out;
-	return chunk_encode(W.cctx, src, n, W.out, W.out_cap, W.work);
+	return chunk_encode(W.cctx, src, n, dst, cap, W.work);
 }
 
-int write_chunk(const uint8_t *src, size_t n)
+int write_chunk(uint8_t *rows, size_t n)
 {
-	const uint8_t *chunk;
 	if (!n)
 		return 0;
-	size_t c = writer_compress(src, n, &chunk);
+	/* in place: the rows are in the columns before the chunk is
+	 * written over them (no 2 MiB of output kept resident) */
+	size_t c = unwritten.at == rows ? unwritten.len
+				       : writer_compress(rows, n, rows,
+							 BUFFER_ROOM);
+	unwritten.at = NULL;
 	if (!c) {
 		hs_fail("zstd compression failed", 0);
 		return -1;
 	}
-	return trace_write(chunk, c);
+	if (trace_write(rows, c)) {
+		unwritten.at = rows;
+		unwritten.len = c;
+		return -1;
+	}
+	return 0;
+}
+
+void write_chunk_forget(void)
+{
+	unwritten.at = NULL;
 }
 
 void writer_wake(int all)
@@ -103,7 +119,7 @@ static void *writer_main(void *arg)
 	uint64_t next_tick = now_ns() + TICK_NS;
 	uint64_t interval = (uint64_t)hs_settings.interval_ms * 1000000ull;
 	uint64_t next_sample = interval ? now_ns() + interval : UINT64_MAX;
-	const uint8_t *src;
+	uint8_t *src;
 	size_t n;
 
 	lock_take(&R->lock, self);
