@@ -178,10 +178,12 @@ static int probe(const uint8_t *ts)
 	return ok;
 }
 
-int python_capture(struct py_raw *f)
+/* python_capture with the layout L, inlined where L is a constant so that
+ * its offsets are too (no loads of them, no registers spilled) */
+static inline __attribute__((always_inline)) int
+capture_with(const struct py_layout *L, struct py_raw *f)
 {
-	const struct py_layout *L = py.L;
-	if (!python_on() || !AT(py.rt, L->tss_init, int))
+	if (!AT(py.rt, L->tss_init, int))
 		return 0;
 	const uint8_t *ts = pthread_getspecific(AT(py.rt, L->tss_key,
 						   pthread_key_t));
@@ -232,6 +234,17 @@ int python_capture(struct py_raw *f)
 		fr = AT(fr, L->fr_previous, const uint8_t *);
 	}
 	return n;
+}
+
+int python_capture(struct py_raw *f)
+{
+	if (!python_on())
+		return 0;
+#if defined(__x86_64__)
+	if (py.L == &layout_311)
+		return capture_with(&layout_311, f);
+#endif
+	return capture_with(py.L, f);
 }
 
 /* ---- code objects: each written once, with a trace id ---- */
