@@ -471,6 +471,18 @@ static inline int skip_str(struct cursor *in, size_t *len)
 	return 0;
 }
 
+/* The length of an extension record after its tag, at in. */
+static inline int skip_ext(struct cursor *in, size_t *len)
+{
+	size_t l;
+	if (ext_short(in, &l)) {
+		in->p += l;
+		*len += l;
+		return 0;
+	}
+	return skip_varint(in, len) || skip_str(in, len);
+}
+
 /* One pass over the rows: into the columns, or with counting sinks, the
  * length of each.  Returns 0, or -1 if the rows do not parse or a
  * column has no room. */
@@ -500,20 +512,9 @@ static int transpose(const uint8_t *rows, size_t n, struct sink *col)
 				      skip_varint(&in, &col[STACKS].n);
 				break;
 			default: /* an extension: type and payload, as walk */
-				size_t l;
-				if (tag == HS_REC_EXT && ext_short(&in, &l)) {
-					in.p += l;
-					col[REST].n += l;
-					bad = 0;
-				} else {
-					bad = tag == HS_REC_EXT
-						      ? skip_varint(&in,
-								    &col[REST].n) ||
-								skip_str(&in,
-									 &col[REST].n)
-						      : walk(tag, &in, NULL, NULL,
-							     col, 1);
-				}
+				bad = tag == HS_REC_EXT
+					      ? skip_ext(&in, &col[REST].n)
+					      : walk(tag, &in, NULL, NULL, col, 1);
 			}
 		} else {
 			if (col[TAGS].p == col[TAGS].end)
