@@ -269,25 +269,18 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 		    (at - lo > span || load(at) != f[-1].fp))
 			return -1;
 	}
-	int out = 0;
-	uint32_t m = n;
-	while (m > 0) {
-		uintptr_t fip = r->f[--m].ip;
-		if (out == 0 && fip >= w->self_lo && fip < w->self_hi)
-			continue;
-		if (out == w->max)
-			return -1; /* cut short: not the filed stack */
-		w->ips[out++] = fip;
-	}
+	if ((int)r->out > w->max)
+		return -1; /* cut short: not the filed stack */
+	memcpy(w->ips, r->ips, r->out * sizeof(*r->ips));
 	set[0].old = r != set;
 	*w->key = r->key;
 	sh->st.recalled++;
-	return out;
+	return (int)r->out;
 }
 
 /* Files the kept walk, which began at slot, if it is whole, with a new
  * key for the caller. */
-static void remember(struct shadow *sh, uint64_t *key)
+static void remember(struct shadow *sh, const struct walk *w, uint64_t *key)
 {
 	uint32_t n = (uint32_t)sh->n;
 	if (!sh->complete || n < 1 || n > RECENT_FRAMES)
@@ -317,6 +310,16 @@ static void remember(struct shadow *sh, uint64_t *key)
 	}
 	r->n = n;
 	r->fp_used = (uint16_t)used;
+	/* what a recall returns, innermost first without our own leading
+	 * frames, ready to copy */
+	uint32_t out = 0;
+	for (uint32_t m = n; m > 0;) {
+		uintptr_t fip = r->f[--m].ip;
+		if (out == 0 && fip >= w->self_lo && fip < w->self_hi)
+			continue;
+		r->ips[out++] = fip;
+	}
+	r->out = out;
 	/* a new key: whatever the caller kept for the entry's last walk
 	 * is not for this one */
 	r->key = ++sh->filed << UNWIND_WALK_BITS |
@@ -486,7 +489,7 @@ hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
 		sh->n = 0;
 		sh->st.fallbacks++;
 	} else if (n < max) {
-		remember(sh, key); /* not cut short: the whole stack */
+		remember(sh, &w, key); /* not cut short: the whole stack */
 	}
 	return n;
 }

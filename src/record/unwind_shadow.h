@@ -57,8 +57,11 @@ struct recent {
 	uint16_t fp_used; /* the walk used the first frame's RBP */
 	uint16_t old;     /* first of a set: the entry used last is the
 			   * second */
+	uint32_t out;     /* how many return addresses a recall gives */
 	uint64_t key;     /* its walk key (unwind.h) */
 	struct kframe f[RECENT_FRAMES]; /* outermost first, as keep */
+	uintptr_t ips[RECENT_FRAMES];   /* innermost first, without the
+					 * recorder's own frames */
 };
 
 struct shadow {
