@@ -168,7 +168,6 @@ struct ptr_model {
 	uint32_t na, nf; /* allocations and frees so far */
 	struct hs_ptr_tables *t;  /* writing */
 	uint64_t *ra, *rf;        /* reading: rings of PM_REACH */
-	int overflow;   /* a delta too wide to take the flag bit */
 };
 
 size_t columns_tables_size(void)
@@ -202,10 +201,8 @@ pm_encode(struct ptr_model *m, struct cursor *in, struct sink *out, int kind)
 	m->prev = p;
 	if (kind != PM_PLAIN) {
 		struct pm_slot *e = &m->t->s[pm_hash(p)];
-		if (z >> 63) {
-			m->overflow = 1;
-			return -1;
-		}
+		if (z >> 63)
+			return -1; /* too wide for the flag bit: plain */
 		v = z << 1 | 1;
 		if (kind == PM_FREE) {
 			if (e->ao && e->ap == p && m->na - e->ao < PM_REACH)
