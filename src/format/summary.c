@@ -68,11 +68,10 @@ static char *command_of(const struct hs_header *h)
 
 /* The END record's counters, from the last two chunks (an EXIT chunk may
  * follow the one with END). */
-static void read_tail(struct hs_reader *r, const uint64_t at[2],
+static void read_from(struct hs_reader *r, uint64_t from,
 		      struct hs_summary *s)
 {
 	struct hs_record rec;
-	uint64_t from = at[0] ? at[0] : at[1];
 	if (!from || reader_seek(r, from))
 		return;
 	while (reader_next(r, &rec) > 0) {
@@ -82,6 +81,19 @@ static void read_tail(struct hs_reader *r, const uint64_t at[2],
 			s->events = rec.counts[HS_COUNT_EVENTS];
 			s->marks = rec.counts[HS_COUNT_MARKS];
 		}
+	}
+}
+
+/* The end record is in the last chunk (the recorder writes it in a chunk
+ * of its own), or in the one before when an exit status was appended. */
+static void read_tail(struct hs_reader *r, const uint64_t at[2],
+		      struct hs_summary *s)
+{
+	struct hs_summary before = *s;
+	read_from(r, at[1], s);
+	if (!s->counted && at[0]) {
+		*s = before;
+		read_from(r, at[0], s);
 	}
 }
 

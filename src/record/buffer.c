@@ -97,18 +97,16 @@ int buffer_flush(const uint8_t *extra, size_t n)
 {
 	if (buffer_wait_idle())
 		return -1;
-	if (extra && n) {
-		if (B.len + n > B.cap) {
-			if (write_chunk(B.buf[B.active], B.len))
-				return -1;
-			B.len = 0;
-		}
-		memcpy(B.buf[B.active] + B.len, extra, n);
-		B.len += n;
-	}
 	if (write_chunk(B.buf[B.active], B.len))
 		return -1;
 	B.len = 0;
+	if (extra && n) {
+		/* a chunk of its own (the end record): `record` reads it
+		 * back without decoding the last events */
+		memcpy(B.buf[B.active], extra, n);
+		if (write_chunk(B.buf[B.active], n))
+			return -1;
+	}
 	enc_reset(&hs_rec.enc);
 	B.last_flush_ns = now_ns();
 	return 0;

@@ -403,11 +403,27 @@ int rec_stack(uintptr_t *ips)
 	return capture(ips, &key);
 }
 
+/* Lock held, before a realloc-like call: room in the buffer for its
+ * record, so that after the call, when its old block may be another
+ * thread's already, the record need not wait for the writer, which
+ * gives the lock away meanwhile (the other thread would record its
+ * allocation of that block first).  Python frames may need more (code
+ * records of codes not seen before); the room is generous for them. */
+#define REALLOC_PY_ROOM (64u << 10)
+static void realloc_room(int depth)
+{
+	size_t n = PREFIX_MAX + event_bound(depth) + HS_REMAP_MAX +
+		   (python_on() ? REALLOC_PY_ROOM : 0);
+	if (hs_live->on)
+		(void)buffer_reserve(n);
+}
+
 void rec_realloc_begin(int *depth, uintptr_t *ips)
 {
 	uint64_t key;
 	*depth = capture(ips, &key);
 	rec_lock();
+	realloc_room(*depth);
 }
 
 int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
@@ -416,6 +432,7 @@ int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
 	if (lock_owned(&hs_rec.lock, hs_tid()))
 		return 0;
 	rec_lock();
+	realloc_room(*depth);
 	return 1;
 }
 

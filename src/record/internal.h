@@ -118,7 +118,8 @@ void buffer_reset(void);
 /* With the lock held: waits until the writer has no buffer in hand (the
  * lock is released meanwhile: other threads may append). */
 int buffer_wait_idle(void);
-/* With the lock held: writes everything buffered, then extra bytes. */
+/* With the lock held: writes everything buffered, then extra bytes in a
+ * chunk of their own. */
 int buffer_flush(const uint8_t *extra, size_t n);
 /* With the lock held, the writer stopped: writes what is buffered;
  * what cannot be written stays. */
