@@ -41,32 +41,16 @@ void stack_series_destroy(struct stack_series *l)
 static struct log_slot *touch(struct stack_series *l, uint32_t slot,
 			      uint32_t batch)
 {
-	if (slot >= l->nslots) {
-		size_t cap = l->nslots ? l->nslots : 1024;
-		while (cap <= slot)
-			cap *= 2;
-		struct log_slot *v = bigmem_realloc(l->slots,
-						    l->nslots * sizeof(*v),
-						    cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		l->slots = v;
-		l->nslots = cap;
-	}
+	if (bigmem_room((void **)&l->slots, &l->nslots, slot,
+			sizeof(*l->slots), 1024))
+		return NULL;
 	struct log_slot *s = &l->slots[slot];
 	if (s->since >= batch)
 		return s;
 	if (s->live != s->at_mark) {
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? l->cap * 2 : 4096;
-			struct stack_series_change *v = bigmem_realloc(l->v,
-							  l->cap * sizeof(*v),
-							  cap * sizeof(*v));
-			if (!v)
-				return NULL;
-			l->v = v;
-			l->cap = cap;
-		}
+		if (bigmem_room((void **)&l->v, &l->cap, l->n, sizeof(*l->v),
+				4096))
+			return NULL;
 		l->v[l->n++] = (struct stack_series_change){ slot, s->since,
 							    s->live };
 		s->at_mark = s->live;

@@ -102,15 +102,7 @@ static uint64_t site_ip(const struct stacks *s, uint64_t id)
 /* Room for one more element in *v (of n, with *cap allocated). */
 static int reserve(void *v, size_t *cap, size_t n, size_t size)
 {
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *nv = bigmem_realloc(*(void **)v, *cap * size, c * size);
-	if (!nv)
-		return -1;
-	*(void **)v = nv;
-	*cap = c;
-	return 0;
+	return bigmem_room((void **)v, cap, n, size, 64);
 }
 
 struct stacks *stacks_create(uint32_t from, int group_by_site)

@@ -46,3 +46,18 @@ void *bigmem_realloc(void *p, size_t old, size_t bytes)
 	bigmem_free(p, old);
 	return n;
 }
+
+int bigmem_room(void **v, size_t *n, size_t i, size_t size, size_t first)
+{
+	if (i < *n)
+		return 0;
+	size_t cap = *n ? *n : first;
+	while (cap <= i)
+		cap *= 2;
+	void *nv = bigmem_realloc(*v, *n * size, cap * size);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*n = cap;
+	return 0;
+}

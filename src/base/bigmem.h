@@ -16,5 +16,9 @@ void bigmem_free(void *p, size_t bytes);
 /* p, of old bytes, grown to bytes (the part past old zeroed); NULL, with p
  * untouched, when out of memory. */
 void *bigmem_realloc(void *p, size_t old, size_t bytes);
+/* Room for index i in *v, an array of *n elements of size bytes from
+ * bigmem (*n 0: none yet), doubled from first elements until it holds i,
+ * the new ones zeroed; -1, with *v untouched, when out of memory. */
+int bigmem_room(void **v, size_t *n, size_t i, size_t size, size_t first);
 
 #endif
