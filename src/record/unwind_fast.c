@@ -46,9 +46,8 @@ struct walk {
 	int dropped;    /* more new frames than KEEP_MAX */
 	uint64_t epoch; /* 0 until the loader was checked */
 	/* matching against the kept walk: candidates are keep[0..i];
-	 * keep[0..ok) are verified, keep[bad] (and so all inside it) not;
-	 * keep[dyn] is the outermost verified DYNAMIC frame */
-	int i, ok, bad, dyn;
+	 * keep[0..ok) are verified, keep[bad] (and so all inside it) not */
+	int i, ok, bad;
 };
 
 static inline uintptr_t load(uintptr_t a)
@@ -66,27 +65,22 @@ static inline int emit(struct walk *w, uintptr_t ip)
 }
 
 /* Whether every word the kept walk read from keep[i] outwards still
- * holds the value it read. */
+ * holds the value it read.  Every allocation of a deep stack checks its
+ * whole outer part, so each frame's check is two loads and compares,
+ * made when the frame was kept (keep_walk).  The words lie between this
+ * walk's first slot, keep[i].slot, and the stack's end, as they did when
+ * read: a frame's slots go outwards, and an RBP is read above the slot
+ * of the frame that reads it (walk_from). */
 static int outer_intact(const struct shadow *sh, struct walk *w, int i)
 {
-	const struct kframe *f = &sh->keep[w->ok];
-	const uintptr_t lo = w->lo, span = w->span;
-	int m = w->ok, dyn = w->dyn;
+	const struct kcheck *c = &sh->check[w->ok];
+	int m = w->ok;
 	if (i >= w->bad)
 		return 0;
-	for (; m <= i; m++, f++) {
-		uintptr_t r = f->rbp_at & ~(uintptr_t)FLAGS;
-		/* slots of keep[0..i] lie between this walk's first slot
-		 * and the stack's end, as they did when read */
-		if (load(f->slot) != f->ip)
+	for (; m <= i; m++, c++)
+		if ((load(c->slot) ^ c->ip) | (load(c->at) ^ c->val))
 			break;
-		if (r && m > 0 && (r - lo > span || load(r) != f[-1].fp))
-			break;
-		if ((f->rbp_at & DYNAMIC) && dyn > m)
-			dyn = m;
-	}
 	w->ok = m;
-	w->dyn = dyn;
 	if (m <= i) {
 		w->bad = m;
 		return 0;
@@ -133,7 +127,7 @@ static int reusable(const struct shadow *sh, struct walk *w, int i,
 		return 0;
 	if (!outer_intact(sh, w, i))
 		return 0;
-	if (w->dyn <= i) { /* the rules of unloadable code were used */
+	if (sh->dyn <= i) { /* the rules of unloadable code were used */
 		if (!w->epoch)
 			w->epoch = rules_epoch();
 		if (w->epoch != sh->epoch)
@@ -153,6 +147,22 @@ static void keep_walk(struct shadow *sh, struct walk *w, int outer,
 	memmove(&sh->keep[outer], &sh->keep[2 * KEEP_MAX - w->n],
 		(size_t)w->n * sizeof(struct kframe));
 	sh->n = outer + w->n;
+	if (sh->dyn >= outer)
+		sh->dyn = KEEP_MAX;
+	for (int m = outer; m < sh->n; m++) {
+		const struct kframe *f = &sh->keep[m];
+		uintptr_t at = f->rbp_at & ~(uintptr_t)FLAGS;
+		struct kcheck *c = &sh->check[m];
+		c->slot = c->at = f->slot;
+		c->ip = c->val = f->ip;
+		if (at && m > 0) {
+			c->at = at;
+			c->val = f[-1].fp;
+		}
+		sh->rip[KEEP_MAX - 1 - m] = f->ip;
+		if ((f->rbp_at & DYNAMIC) && sh->dyn > m)
+			sh->dyn = m;
+	}
 	sh->complete = complete && !w->dropped;
 	if (w->epoch)
 		sh->epoch = w->epoch;
@@ -173,8 +183,9 @@ static int take_outer(struct shadow *sh, struct walk *w, int i)
 		return 0;
 	}
 	int take = m + 1 < room ? m + 1 : room;
-	for (int k = 0; k < take; k++)
-		w->ips[w->out++] = sh->keep[m - k].ip;
+	memcpy(&w->ips[w->out], &sh->rip[KEEP_MAX - 1 - m],
+	       (size_t)take * sizeof(*w->ips));
+	w->out += take;
 	keep_walk(sh, w, i + 1, sh->complete);
 	sh->st.reused++;
 	return 1;
@@ -392,7 +403,7 @@ static int walk_from(struct shadow *sh, struct walk *w, uintptr_t slot,
 			k->rbp_at = g->rbp_at & FLAGS;
 			if (a) {
 				a += shift;
-				if (a - lo > span)
+				if (a - lo > span || a <= slot)
 					return -1;
 				fp = load(a);
 				k->rbp_at |= a;
@@ -427,7 +438,8 @@ static int walk_from(struct shadow *sh, struct walk *w, uintptr_t slot,
 			k->rbp_at |= CFA_RBP;
 		if (r.saves_rbp) {
 			uintptr_t a = cfa + (intptr_t)r.rbp_off;
-			if (a - lo > span || (a & 7))
+			/* above this frame's slot: outer_intact counts on it */
+			if (a - lo > span || (a & 7) || a <= slot)
 				return -1;
 			fp = load(a);
 			k->rbp_at |= a;
@@ -479,7 +491,7 @@ hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
 	w.epoch = 0;
 	w.i = sh->n - 1;
 	w.ok = 0;
-	w.bad = w.dyn = sh->n;
+	w.bad = sh->n;
 	skip_own(sh, w.span, &slot, &fp);
 	int n = recall(sh, &w, slot, fp);
 	if (n >= 0)

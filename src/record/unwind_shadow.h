@@ -64,6 +64,14 @@ struct recent {
 					 * recorder's own frames */
 };
 
+/* A kept frame's check: the two words whose values say it still holds,
+ * its return address and the RBP it read for the frame outside it (its
+ * return address again when it read none). */
+struct kcheck {
+	uintptr_t slot, ip;
+	uintptr_t at, val;
+};
+
 struct shadow {
 	uintptr_t lo, hi; /* the thread's stack; hi == 0: not known yet */
 	int bad;          /* bounds unavailable: always fall back */
@@ -74,7 +82,14 @@ struct shadow {
 	int n;
 	int complete;   /* it reached the outermost frame */
 	uint64_t epoch; /* the loader epoch its DYNAMIC rules belong to */
+	int dyn;        /* the outermost DYNAMIC frame of keep; KEEP_MAX:
+			 * none */
 	struct kframe keep[2 * KEEP_MAX];
+	/* made with keep[0..n) as it is kept: the checks of its frames,
+	 * outermost first, and their return addresses innermost first
+	 * (ending at rip[KEEP_MAX - 1]), to copy a reused part out whole */
+	struct kcheck check[KEEP_MAX];
+	uintptr_t rip[KEEP_MAX];
 	struct own own[OWN_WAYS];
 	int own_next;   /* the way to replace */
 	struct unwind_fast_stats st;
