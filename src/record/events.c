@@ -121,9 +121,15 @@ struct event {
  * whose threads have room for them. */
 struct py_stack {
 	int n, common;
-	struct py_raw f[PY_DEPTH];
+	const struct py_trail *t; /* the frames: t->raw[0..n) */
 	uint32_t codes[PY_DEPTH];
 };
+
+/* The calling thread's Python frames into py (stacks_py_capture). */
+static inline void py_capture(struct py_stack *py)
+{
+	py->n = stacks_py_capture(&py->t, &py->common);
+}
 
 /* Lock held: the bytes the records of py's frames may take: in a
  * process that runs Python, every stack may need an HS_EXT_PY_AT, with
@@ -140,13 +146,8 @@ static size_t py_bound(struct py_stack *py)
 	}
 	if (!py || !py->n)
 		return HS_PY_AT_MAX;
-	py->common = stacks_py_common(py->f, py->n);
-	if (py->common < 0) {
-		py->n = 0;
-		return HS_PY_AT_MAX;
-	}
 	int m = py->n - py->common;
-	return python_codes_need(py->f, m, py->codes) +
+	return python_codes_need(py->t->raw, m, py->codes) +
 	       (size_t)m * HS_PY_FRAME_MAX + HS_PY_AT_MAX;
 }
 
@@ -154,33 +155,34 @@ static size_t py_bound(struct py_stack *py)
  * trimmed when py has Python frames; in a process that runs Python, the
  * HS_EXT_PY_AT that puts it under them (or under none). */
 static inline __attribute__((always_inline)) uint32_t
-stack_id(const uintptr_t *ips, int n, uint64_t key, struct py_stack *py,
+stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
+	 struct py_stack *py,
 	 uint8_t **pp, int *fresh)
 {
 	if (!py || !py->n || !n) {
-		uint32_t id = stacks_known(key);
+		uint32_t id = w ? stacks_known(w->key) : 0;
 		if (!id)
-			id = stacks_intern(ips, n, key, 0, pp, fresh);
+			id = stacks_intern(ips, n, w, 0, pp, fresh);
 		if (__builtin_expect(python_on(), 0) && id)
 			*pp = stacks_py_at(0, *pp);
 		return id;
 	}
 	int m = py->n - py->common;
-	*pp = python_codes_put(py->f, m, py->codes, *pp);
-	uint32_t python = stacks_py_intern(py->f, py->codes, py->n,
-					   py->common, pp);
-	uint32_t id = stacks_intern(ips, n, key, python != 0, pp, fresh);
+	*pp = python_codes_put(py->t->raw, m, py->codes, *pp);
+	uint32_t python = stacks_py_intern(py->t, py->codes, py->common, pp);
+	uint32_t id = stacks_intern(ips, n, w, python != 0, pp, fresh);
 	if (id)
 		*pp = stacks_py_at(python, *pp);
 	return id;
 }
 
 /* Lock held: appends e with the stack ips[0..n) and the Python frames py
- * (NULL: none; both unused by frees).  key: the unwinder's walk key for
+ * (NULL: none; both unused by frees).  w: what the unwinder said of
  * that stack, or 0.  Inlined: at each call the kind is mostly known, and
  * this is every event's path. */
 static inline __attribute__((always_inline)) void
-put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
+put_event(const struct event *e, const uintptr_t *ips, int n,
+	  const struct unwind_walk *w,
 	  struct py_stack *py, int *fresh)
 {
 	struct recorder *R = &hs_rec;
@@ -191,7 +193,7 @@ put_event(const struct event *e, const uintptr_t *ips, int n, uint64_t key,
 		return;
 	uint32_t id = 0;
 	if (e->kind != HS_REC_FREE)
-		id = stack_id(ips, n, key, py, &p, fresh);
+		id = stack_id(ips, n, w, py, &p, fresh);
 	switch (e->kind) {
 	case HS_REC_ALLOC:
 		p = enc_alloc(&R->enc, p, e->fn, e->ptr, e->size, id);
@@ -228,7 +230,7 @@ static void side_flush(uintptr_t freed, int *fresh)
 			continue;
 		}
 		struct event e = { s->kind, s->fn, s->old, s->ptr, s->size };
-		put_event(&e, s->ips, s->n, 0, NULL, fresh);
+		put_event(&e, s->ips, s->n, NULL, NULL, fresh);
 	}
 	side.n = keep;
 }
@@ -296,7 +298,7 @@ static void nested_put(const struct event *e, const uintptr_t *ips, int n)
 	}
 	int fresh = 0;
 	rec_lock();
-	put_event(e, ips, n, 0, NULL, &fresh);
+	put_event(e, ips, n, NULL, NULL, &fresh);
 	rec_unlock();
 	after_fresh_nodes(fresh);
 }
@@ -315,9 +317,16 @@ static inline int unwrapped(uintptr_t *ips, int n)
 	return n;
 }
 
-static inline int capture(uintptr_t *ips, uint64_t *key)
+/* What rec_realloc_begin's capture said of its walk, for the
+ * rec_realloc_end that follows (valid: not used yet). */
+static __thread struct {
+	struct unwind_walk w;
+	int valid;
+} realloc_walk HS_TLS;
+
+static inline int capture(uintptr_t *ips, struct unwind_walk *w)
 {
-	return unwrapped(ips, unwind_capture(ips, hs_settings.depth, key));
+	return unwrapped(ips, unwind_capture_walk(ips, hs_settings.depth, w));
 }
 
 static inline int capture_plain(uintptr_t *ips)
@@ -346,13 +355,14 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 /* stack_event's work in a process that runs Python: with the thread's
  * Python frames (their room on this function's stack only). */
 static __attribute__((noinline)) void
-stack_event_py(const struct event *e, uintptr_t *ips, int n, uint64_t key)
+stack_event_py(const struct event *e, uintptr_t *ips, int n,
+	       const struct unwind_walk *w)
 {
 	struct py_stack py;
-	py.n = python_capture(py.f);
+	py_capture(&py);
 	int fresh = 0;
 	rec_lock();
-	put_event(e, ips, n, key, &py, &fresh);
+	put_event(e, ips, n, w, &py, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -361,16 +371,16 @@ static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 			uint64_t size)
 {
 	uintptr_t ips[HS_DEPTH_MAX];
-	uint64_t key;
-	int n = capture(ips, &key);
+	struct unwind_walk w;
+	int n = capture(ips, &w);
 	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
 	if (__builtin_expect(python_on(), 0)) {
-		stack_event_py(&e, ips, n, key);
+		stack_event_py(&e, ips, n, &w);
 		return;
 	}
 	int fresh = 0;
 	rec_lock();
-	put_event(&e, ips, n, key, NULL, &fresh);
+	put_event(&e, ips, n, &w, NULL, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -393,14 +403,15 @@ void rec_free(unsigned fn, const void *ptr)
 	/* CPython's teardown is frees: its start is seen at the first */
 	if (__builtin_expect(exiting_py_finalizing != NULL, 0))
 		events_exiting_poll();
-	put_event(&e, NULL, 0, 0, NULL, &fresh);
+	put_event(&e, NULL, 0, NULL, NULL, &fresh);
 	unlock();
 }
 
 int rec_stack(uintptr_t *ips)
 {
-	uint64_t key;
-	return capture(ips, &key);
+	struct unwind_walk w;
+	realloc_walk.valid = 0;
+	return capture(ips, &w);
 }
 
 /* Lock held, before a realloc-like call: room in the buffer for its
@@ -420,14 +431,15 @@ static void realloc_room(int depth)
 
 void rec_realloc_begin(int *depth, uintptr_t *ips)
 {
-	uint64_t key;
-	*depth = capture(ips, &key);
+	*depth = capture(ips, &realloc_walk.w);
+	realloc_walk.valid = 1;
 	rec_lock();
 	realloc_room(*depth);
 }
 
 int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
 {
+	realloc_walk.valid = 0;
 	*depth = capture_plain(ips);
 	if (lock_owned(&hs_rec.lock, hs_tid()))
 		return 0;
@@ -466,11 +478,12 @@ void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
 /* Lock held: put_event with the thread's Python frames, read under the
  * lock (a realloc's stack is captured before it takes the lock). */
 static __attribute__((noinline)) void
-put_event_py(const struct event *e, const uintptr_t *ips, int n, int *fresh)
+put_event_py(const struct event *e, const uintptr_t *ips, int n,
+	     const struct unwind_walk *w, int *fresh)
 {
 	struct py_stack py;
-	py.n = python_capture(py.f);
-	put_event(e, ips, n, 0, &py, fresh);
+	py_capture(&py);
+	put_event(e, ips, n, w, &py, fresh);
 }
 
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
@@ -478,12 +491,17 @@ void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
 {
 	struct event e = realloc_event(fn, old, ptr, size);
 	int fresh = 0;
+	/* the walk of rec_realloc_begin's capture, when these are its
+	 * frames */
+	const struct unwind_walk *w = realloc_walk.valid ? &realloc_walk.w
+							  : NULL;
+	realloc_walk.valid = 0;
 	if (__builtin_expect(side.n != 0, 0) && ptr)
 		side_flush((uintptr_t)ptr, &fresh);
 	if (__builtin_expect(python_on(), 0) && e.kind != HS_REC_FREE)
-		put_event_py(&e, ips, n, &fresh);
+		put_event_py(&e, ips, n, w, &fresh);
 	else
-		put_event(&e, ips, n, 0, NULL, &fresh);
+		put_event(&e, ips, n, w, NULL, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -500,7 +518,8 @@ static void count_map(unsigned counter)
 /* Lock held: the record of a new mapping, with the stack ips[0..n) and
  * the Python frames py (or NULL). */
 static void put_map(const struct map_call *m, const uintptr_t *ips, int n,
-		    uint64_t key, struct py_stack *py, int *fresh)
+		    const struct unwind_walk *w, struct py_stack *py,
+		    int *fresh)
 {
 	struct map_file f = { HS_MAP_ANON, 0, 0, "", 0 };
 	if (m->shmid >= 0)
@@ -513,7 +532,7 @@ static void put_map(const struct map_call *m, const uintptr_t *ips, int n,
 				    HS_MAP_MAX(f.path_len));
 	if (!p)
 		return;
-	uint32_t id = stack_id(ips, n, key, py, &p, fresh);
+	uint32_t id = stack_id(ips, n, w, py, &p, fresh);
 	p = enc_map(p, m->addr, m->len, (uint64_t)m->prot, (uint64_t)m->flags,
 		    f.kind, f.dev, f.ino, m->offset, id, f.path, f.path_len);
 	count_map(HS_COUNT_MMAPS);
@@ -521,13 +540,14 @@ static void put_map(const struct map_call *m, const uintptr_t *ips, int n,
 }
 
 static __attribute__((noinline)) void
-map_py(const struct map_call *m, uintptr_t *ips, int n, uint64_t key)
+map_py(const struct map_call *m, uintptr_t *ips, int n,
+       const struct unwind_walk *w)
 {
 	struct py_stack py;
-	py.n = python_capture(py.f);
+	py_capture(&py);
 	int fresh = 0;
 	rec_lock();
-	put_map(m, ips, n, key, &py, &fresh);
+	put_map(m, ips, n, w, &py, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }
@@ -535,15 +555,15 @@ map_py(const struct map_call *m, uintptr_t *ips, int n, uint64_t key)
 void rec_map(const struct map_call *m)
 {
 	uintptr_t ips[HS_DEPTH_MAX];
-	uint64_t key;
-	int n = capture(ips, &key);
+	struct unwind_walk w;
+	int n = capture(ips, &w);
 	if (__builtin_expect(python_on(), 0)) {
-		map_py(m, ips, n, key);
+		map_py(m, ips, n, &w);
 		return;
 	}
 	int fresh = 0;
 	rec_lock();
-	put_map(m, ips, n, key, NULL, &fresh);
+	put_map(m, ips, n, &w, NULL, &fresh);
 	unlock();
 	after_fresh_nodes(fresh);
 }

@@ -69,9 +69,9 @@ static struct {
 	const struct py_layout *L;
 	int probed;              /* the first thread state was checked */
 	int said;
-	uintptr_t eval_lo, eval_hi;     /* _PyEval_EvalFrameDefault */
-	uintptr_t interp_lo, interp_hi; /* the module it is in */
 } py;
+
+struct python_code python_code;
 
 int python_active; /* frames are read (python_on) */
 
@@ -97,9 +97,9 @@ static int find_interp(struct dl_phdr_info *info, size_t size, void *data)
 	(void)data;
 	uintptr_t lo, hi;
 	unwind_module_range(info, &lo, &hi);
-	if (py.eval_lo >= lo && py.eval_lo < hi) {
-		py.interp_lo = lo;
-		py.interp_hi = hi;
+	if (python_code.eval_lo >= lo && python_code.eval_lo < hi) {
+		python_code.interp_lo = lo;
+		python_code.interp_hi = hi;
 		return 1;
 	}
 	return 0;
@@ -114,8 +114,8 @@ static void find_eval(void)
 	if (!eval || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) ||
 	    !sym || !sym->st_size)
 		return;
-	py.eval_lo = (uintptr_t)eval;
-	py.eval_hi = py.eval_lo + sym->st_size;
+	python_code.eval_lo = (uintptr_t)eval;
+	python_code.eval_hi = python_code.eval_lo + sym->st_size;
 	dl_iterate_phdr(find_interp, NULL);
 }
 
@@ -123,16 +123,14 @@ int python_trim(uintptr_t *ips, int n, int *eval)
 {
 	int i = 0, k;
 	/* inside the innermost Python call: everything */
-	while (i < n && !(ips[i] > py.eval_lo && ips[i] <= py.eval_hi))
+	while (i < n && !python_is_eval(ips[i]))
 		i++;
 	*eval = i;
-	if (i == n || !py.interp_hi)
+	if (i == n || !python_code.interp_hi)
 		return n;
 	for (k = ++i; i < n; i++) {
-		uintptr_t ip = ips[i];
-		int eval_frame = ip > py.eval_lo && ip <= py.eval_hi;
-		if (eval_frame || ip <= py.interp_lo || ip > py.interp_hi)
-			ips[k++] = ip;
+		if (!python_is_interp(ips[i]))
+			ips[k++] = ips[i];
 	}
 	return k;
 }
@@ -178,11 +176,43 @@ static int probe(const uint8_t *ts)
 	return ok;
 }
 
+static inline unsigned py_seek(const uint8_t *fr)
+{
+	return (unsigned)((uintptr_t)fr >> 4 ^ (uintptr_t)fr >> 10) &
+	       (PY_SEEK - 1);
+}
+
+/* The chain from fr, whose visit matched last->v[s], is last's from there
+ * to its end: every frame is where last saw it and holds what it read. */
+static inline __attribute__((always_inline)) int
+rest_same(const struct py_layout *L, const uint8_t *fr,
+	  const struct py_trail *last, int s)
+{
+	const struct py_visit *v = &last->v[s], *end = &last->v[last->seen];
+	for (;;) {
+		fr = AT(fr, L->fr_previous, const uint8_t *);
+		if (++v == end)
+			return fr == NULL;
+		if ((uintptr_t)fr != v->fr)
+			return 0;
+		const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
+		uint32_t flags = AT(fr, L->fr_entry, uint8_t) |
+				 (uint32_t)AT(fr, L->fr_owner, uint8_t) << 8;
+		if ((uintptr_t)code != v->code ||
+		    (uintptr_t)AT(fr, L->fr_instr, const uint8_t *) != v->instr ||
+		    AT(code, L->co_linetable, uintptr_t) != v->lines ||
+		    flags != (v->flags & 0xffff))
+			return 0;
+	}
+}
+
 /* python_capture with the layout L, inlined where L is a constant so that
  * its offsets are too (no loads of them, no registers spilled) */
 static inline __attribute__((always_inline)) int
-capture_with(const struct py_layout *L, struct py_raw *f)
+capture_with(const struct py_layout *L, struct py_trail *now,
+	     const struct py_trail *last, int *common)
 {
+	struct py_raw *f = now->raw;
 	if (!AT(py.rt, L->tss_init, int))
 		return 0;
 	const uint8_t *ts = pthread_getspecific(AT(py.rt, L->tss_key,
@@ -195,17 +225,59 @@ capture_with(const struct py_layout *L, struct py_raw *f)
 	const uint8_t *cframe = AT(ts, L->ts_cframe, const uint8_t *);
 	const uint8_t *fr = cframe ? AT(cframe, L->cf_frame, const uint8_t *)
 				   : NULL;
-	int n = 0, pending_entry = 0;
-	for (int seen = 0; fr && n < PY_DEPTH && seen < 4 * PY_DEPTH; seen++) {
+	int n = 0, pending_entry = 0, seen = 0, fresh = -1;
+	int seek = last && last->seen > 0; /* last's frames may be met */
+	for (; fr && n < PY_DEPTH && seen < 4 * PY_DEPTH; seen++) {
 		if ((uintptr_t)fr & 7)
 			break;
 		const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
 		if (!code || ((uintptr_t)code & 7) ||
 		    AT(code, L->co_type, const void *) != py.code_type)
 			break;
-		int entry = AT(fr, L->fr_entry, uint8_t) != 0;
+		uint32_t flags = AT(fr, L->fr_entry, uint8_t) |
+				 (uint32_t)AT(fr, L->fr_owner, uint8_t) << 8 |
+				 (uint32_t)pending_entry << 16;
+		int entry = (flags & 0xff) != 0;
 		const uint8_t *first = code + L->co_code;
 		const uint8_t *instr = AT(fr, L->fr_instr, const uint8_t *);
+		uintptr_t lines = AT(code, L->co_linetable, uintptr_t);
+		if (seek) {
+			/* stale entries, of visits no longer there, may
+			 * point anywhere, or nowhere */
+			unsigned k = (unsigned)(last->seen -
+						last->seek[py_seek(fr)]);
+			int there = k < (unsigned)last->seen;
+			const struct py_visit *v = &last->v[there ? k : 0];
+			if (there && v->fr == (uintptr_t)fr &&
+			    v->code == (uintptr_t)code &&
+			    v->instr == (uintptr_t)instr && v->lines == lines &&
+			    v->flags == flags) {
+				/* one try: a frame of last's whose outer frames
+				 * differ leaves nothing of last to meet further
+				 * out but by chance */
+				seek = 0;
+				int s = (int)k, run = last->seen - s;
+				if (n + (int)v->rem < PY_DEPTH &&
+				    seen + run <= PY_VISITS &&
+				    rest_same(L, fr, last, s)) {
+					memcpy(&now->v[seen], v,
+					       (size_t)run * sizeof(*v));
+					memcpy(&f[n], &last->raw[last->n - v->rem],
+					       v->rem * sizeof(*f));
+					*common = (int)v->rem;
+					n += (int)v->rem;
+					fresh = seen;
+					seen += run;
+					fr = NULL;
+					break;
+				}
+			}
+		}
+		if (seen < PY_VISITS)
+			now->v[seen] = (struct py_visit){
+				(uintptr_t)fr, (uintptr_t)code,
+				(uintptr_t)instr, lines, flags, (uint32_t)n
+			};
 		long units = (long)(instr - first) / 2;
 		/* a frame whose code has not begun (its prologue): not a
 		 * line of the program's yet */
@@ -218,7 +290,7 @@ capture_with(const struct py_layout *L, struct py_raw *f)
 			if (units >= 1L << 30)
 				units = (1L << 30) - 1;
 			f[n].code = (uintptr_t)code;
-			f[n].lines = AT(code, L->co_linetable, uintptr_t);
+			f[n].lines = lines;
 			f[n].where = PY_WHERE(units, entry ? HS_PY_ENTRY : 0);
 			n++;
 			pending_entry = 0;
@@ -233,20 +305,39 @@ capture_with(const struct py_layout *L, struct py_raw *f)
 		}
 		fr = AT(fr, L->fr_previous, const uint8_t *);
 	}
+	now->n = n;
+	if (fresh < 0)
+		fresh = seen;
+	if (fr || seen > PY_VISITS)
+		return n; /* not whole: the next capture reads it all */
+	now->seen = seen;
+	/* the visits made here held the frames put out before them */
+	for (int t = 0; t < fresh; t++)
+		now->v[t].rem = (uint32_t)n - now->v[t].rem;
+	if (fresh < seen) /* last's entries of the visits copied hold */
+		memcpy(now->seek, last->seek, sizeof(now->seek));
+	else
+		memset(now->seek, 0, sizeof(now->seek));
+	for (int t = fresh; t-- > 0;) /* the innermost of a seek's frames */
+		now->seek[py_seek((const uint8_t *)now->v[t].fr)] =
+			(uint16_t)(seen - t);
 	return n;
 }
 
-int python_capture(struct py_raw *f)
+int python_capture(struct py_trail *now, const struct py_trail *last,
+		   int *common)
 {
+	*common = -1;
+	now->n = 0;
+	now->seen = -1;
 	if (!python_on())
 		return 0;
 #if defined(__x86_64__)
 	if (py.L == &layout_311)
-		return capture_with(&layout_311, f);
+		return capture_with(&layout_311, now, last, common);
 #endif
-	return capture_with(py.L, f);
+	return capture_with(py.L, now, last, common);
 }
-
 /* ---- code objects: each written once, with a trace id ---- */
 
 struct code_slot {

@@ -33,10 +33,38 @@ static inline int python_on(void)
 	return __atomic_load_n(&python_active, __ATOMIC_RELAXED);
 }
 
-/* The calling thread's Python frames into f[0..PY_DEPTH), innermost
- * first; 0 when the thread never ran Python, the interpreter is
- * finalizing, or capture is off.  No lock, no call into Python. */
-int python_capture(struct py_raw *f);
+/* What a capture read of the interpreter's frame chain, innermost first:
+ * the frames it put out (raw), and each frame it went through (begun or
+ * not), with the words it read there.  The next capture of the thread
+ * reads the chain until it meets a frame of this one, then only checks
+ * that every word read from there outwards is the same: an interpreter
+ * inside deep Python code (an import) allocates under 30 frames or more,
+ * and most of them stay as they were. */
+#define PY_VISITS (PY_DEPTH + 64)
+#define PY_SEEK 64
+struct py_visit {
+	uintptr_t fr, code, instr, lines;
+	uint32_t flags; /* is_entry | owner << 8 | (an entry pending) << 16 */
+	uint32_t rem;   /* frames put out from this one to the chain's end */
+};
+struct py_trail {
+	int n;    /* frames in raw */
+	int seen; /* visits in v; -1: the chain's end was not reached */
+	struct py_raw raw[PY_DEPTH];
+	struct py_visit v[PY_VISITS];
+	/* by frame address (py_seek), a visit as seen - its index (0: none),
+	 * which the visits of last copied keep */
+	uint16_t seek[PY_SEEK];
+};
+
+/* The calling thread's Python frames into now->raw[0..PY_DEPTH),
+ * innermost first, with what the capture read (last: the thread's
+ * previous capture, or NULL).  *common: how many outermost frames are
+ * those of last->raw, -1 if not known.  0 when the thread never ran
+ * Python, the interpreter is finalizing, or capture is off.  No lock,
+ * no call into Python. */
+int python_capture(struct py_trail *now, const struct py_trail *last,
+		   int *common);
 
 /* The native stack ips[0..n) of a thread that runs Python, without the
  * interpreter's own frames outside its innermost eval loop frame
@@ -46,6 +74,25 @@ int python_capture(struct py_raw *f);
  * of other modules.  Returns the new n; *eval: the index of the
  * innermost eval frame (the same before and after), n if none. */
 int python_trim(uintptr_t *ips, int n, int *eval);
+
+/* Where the interpreter's code is (python_trim): its eval loop
+ * (return addresses into it are eval frames), and its module. */
+struct python_code {
+	uintptr_t eval_lo, eval_hi;
+	uintptr_t interp_lo, interp_hi;
+};
+extern struct python_code python_code;
+static inline int python_is_eval(uintptr_t ip)
+{
+	return ip > python_code.eval_lo && ip <= python_code.eval_hi;
+}
+/* A frame python_trim leaves out outside the innermost eval frame: the
+ * interpreter's own, not its eval loop. */
+static inline int python_is_interp(uintptr_t ip)
+{
+	return !python_is_eval(ip) && ip > python_code.interp_lo &&
+	       ip <= python_code.interp_hi;
+}
 
 /* Lock held.  The trace's ids of the codes of f[0..n) into ids[], 0 for
  * a code not written yet; returns the bytes its records need. */

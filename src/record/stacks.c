@@ -1,5 +1,7 @@
 /* A program allocates from few distinct stacks, over and over, so each
- * thread keeps three caches in front of the table:
+ * thread keeps four caches in front of the table:
+ * - chain: the nodes of the frames of the unwinder's kept walk; a stack
+ *   that shares its outer part interns only its new inner frames;
  * - keyed: the ids of the stacks the caller named by a key (the walks the
  *   unwinder keeps) and Python stack: coming back to one costs a compare
  *   (stacks_known);
@@ -44,15 +46,36 @@ struct path {
 	uint32_t ids[HS_DEPTH_MAX];
 };
 
-/* The thread's previous Python stack: raw frames and their node ids. */
+/* The thread's Python stack, t[cur]: its capture and the node ids of its
+ * frames; the next capture goes in the other trail. */
 struct py_path {
-	int n;
-	struct py_raw raw[PY_DEPTH];
+	int cur;
+	struct py_trail t[2];
 	uint32_t ids[PY_DEPTH];
+};
+
+/* The nodes of the unwinder's kept walk (unwind.h), frame by frame from
+ * the outermost (position 0): a stack that shares the walk's outer part
+ * needs only its new inner frames interned, nothing hashed or compared
+ * (an interpreter's stacks are 70 frames deep, of which a few change).
+ * For a stack with Python frames the nodes are those of the stack
+ * trimmed (python_trim), in two kinds:
+ * - u[j]: the stack of frames 0..j whose innermost eval frame is e (all
+ *   frames kept inside it), for e <= j < nu;
+ * - t[j]: frames 0..j all outside the innermost eval frame (the
+ *   interpreter's own left out; the node of the nearest kept frame
+ *   outwards, 0 if none), for j < nt.
+ * Without Python frames, u[j] for j < nu, e = -1: every frame kept. */
+struct chain {
+	uint64_t serial; /* the kept walk they are of; 0: none */
+	int trimmed;     /* as stacks_intern's */
+	int e, nu, nt;
+	uint32_t u[HS_DEPTH_MAX], t[HS_DEPTH_MAX];
 };
 
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
 struct cache {
+	struct chain chain;
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
 	struct path paths[PATHS];
@@ -132,6 +155,25 @@ static inline struct cache *thread_cache(void)
 	return path.cache;
 }
 
+/* The node (parent, ip), its record written if it is new; 0 when the
+ * table cannot grow (recording stops). */
+static inline uint32_t node(uint32_t parent, uintptr_t ip, uint8_t **pp,
+			    int *fresh)
+{
+	int is_new;
+	uint32_t id = stackmap_intern(table, parent, ip, &is_new);
+	if (__builtin_expect(!id, 0)) {
+		hs_fail("out of memory for the stack table", ENOMEM);
+		return 0;
+	}
+	if (is_new) {
+		*pp = enc_stack(*pp, id, parent, ip);
+		hs_rec.counts[HS_COUNT_STACKS]++;
+		*fresh = 1;
+	}
+	return id;
+}
+
 /* The stack's id by the tree, writing the nodes not seen before.  The
  * outer part it shares with pa, a stack of the thread's, is reused
  * without a lookup; pa becomes this stack. */
@@ -149,18 +191,10 @@ static uint32_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 		ids[n - 1 - k] = pa->ids[m - 1 - k];
 	for (int i = n - 1 - c; i >= 0; i--) {
 		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
-		int is_new;
-		uint32_t id = stackmap_intern(table, parent, ips[i], &is_new);
+		uint32_t id = node(parent, ips[i], pp, fresh);
 		if (!id) {
-			hs_fail("out of memory for the stack table", ENOMEM);
 			pa->n = 0;
 			return 0;
-		}
-		if (is_new)
-			*pp = enc_stack(*pp, id, parent, ips[i]);
-		if (is_new) {
-			hs_rec.counts[HS_COUNT_STACKS]++;
-			*fresh = 1;
 		}
 		ids[i] = id;
 	}
@@ -214,29 +248,45 @@ static struct path *path_of(const uintptr_t *ips, int n)
 
 /* ---- Python frames ---- */
 
-int stacks_py_common(const struct py_raw *f, int n)
+int stacks_py_capture(const struct py_trail **now, int *common)
 {
 	struct cache *c = thread_cache();
 	if (!c)
-		return -1;
-	const struct py_path *pp = &c->py;
-	int m = pp->n, k = 0;
-	while (k < n && k < m) {
-		const struct py_raw *a = &f[n - 1 - k], *b = &pp->raw[m - 1 - k];
-		if (a->code != b->code || a->lines != b->lines ||
-		    a->where != b->where)
-			break;
-		k++;
+		return 0;
+	struct py_path *pp = &c->py;
+	const struct py_trail *last = &pp->t[pp->cur];
+	struct py_trail *t = &pp->t[!pp->cur];
+	int n = python_capture(t, last, common);
+	*now = t;
+	if (n && *common < 0) { /* by the frames put out */
+		const struct py_raw *f = t->raw;
+		int m = last->n, k = 0;
+		while (k < n && k < m) {
+			const struct py_raw *a = &f[n - 1 - k];
+			const struct py_raw *b = &last->raw[m - 1 - k];
+			if (a->code != b->code || a->lines != b->lines ||
+			    a->where != b->where)
+				break;
+			k++;
+		}
+		*common = k;
 	}
-	return k;
+	return n;
 }
 
-uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
-			  int n, int common, uint8_t **pp)
+uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
+			  int common, uint8_t **pp)
 {
 	struct py_path *path_py = &thread_cache()->py;
+	const struct py_trail *last = &path_py->t[path_py->cur];
+	const struct py_raw *f = now->raw;
 	uint32_t ids[PY_DEPTH];
-	int m = path_py->n;
+	int n = now->n, m = last->n;
+	/* not the trail stacks_py_capture gave (a fork in between emptied
+	 * the cache): no frame known */
+	if (now == last || common > m)
+		common = 0;
+	path_py->cur = (int)(now - path_py->t);
 	if (common == n && n == m)
 		return n ? path_py->ids[0] : 0;
 	for (int k = 0; k < common; k++)
@@ -248,7 +298,8 @@ uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 		uint32_t id = stackmap_intern(py_table, parent, key, &is_new);
 		if (!id) {
 			hs_fail("out of memory for the stack table", ENOMEM);
-			path_py->n = 0;
+			path_py->t[0].n = path_py->t[1].n = 0;
+			path_py->t[0].seen = path_py->t[1].seen = -1;
 			return 0;
 		}
 		if (is_new)
@@ -256,9 +307,7 @@ uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
 					   f[i].where >> 2, f[i].where & 3);
 		ids[i] = id;
 	}
-	memcpy(path_py->raw, f, (size_t)n * sizeof(*f));
 	memcpy(path_py->ids, ids, (size_t)n * sizeof(*ids));
-	path_py->n = n;
 	return n ? ids[0] : 0;
 }
 
@@ -282,16 +331,140 @@ uint8_t *stacks_py_at(uint32_t python, uint8_t *p)
 	return enc_py_at(p, python);
 }
 
-uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       int trimmed, uint8_t **pp, int *fresh)
+/* ---- by the unwinder's kept walk ---- */
+
+/* What the chain keeps of the walk before this capture: the part the
+ * capture shared with it. */
+static void chain_follow(struct chain *ch, const struct unwind_walk *w,
+			 int trimmed)
+{
+	if (!w->prior || ch->serial != w->prior || ch->trimmed != trimmed) {
+		ch->nu = ch->nt = 0;
+	} else {
+		if (ch->nu > w->shared)
+			ch->nu = w->shared;
+		if (ch->nt > w->shared)
+			ch->nt = w->shared;
+		if (ch->nu <= ch->e)
+			ch->nu = 0;
+	}
+	ch->serial = w->kept;
+	ch->trimmed = trimmed;
+}
+
+/* Frame j of a stack of n frames, innermost first, counted from the
+ * outermost. */
+#define AT_POS(ips, n, j) ((ips)[(n) - 1 - (j)])
+
+/* t[0..p) made; 0 when the table cannot grow. */
+static int chain_t(struct chain *ch, const uintptr_t *ips, int n, int p,
+		   uint8_t **pp, int *fresh)
+{
+	for (int j = ch->nt; j < p; j++) {
+		uintptr_t ip = AT_POS(ips, n, j);
+		uint32_t parent = j ? ch->t[j - 1] : 0;
+		ch->t[j] = python_is_interp(ip) ? parent
+						: node(parent, ip, pp, fresh);
+		if (!ch->t[j] && !python_is_interp(ip))
+			return 0;
+	}
+	if (ch->nt < p)
+		ch->nt = p;
+	return 1;
+}
+
+/* u[r - 1] made for the stack ips[0..n), whose frames 0..r-1 are the
+ * chain's: its node; 0 when the table cannot grow. */
+static uint32_t chain_u(struct chain *ch, const uintptr_t *ips, int n, int r,
+			uint8_t **pp, int *fresh)
+{
+	int from = ch->nu;
+	if (!ch->nu || ch->e >= r) {
+		/* anew, from the innermost eval frame of the shared part */
+		int e = -1;
+		if (ch->trimmed)
+			for (int j = r - 1; j >= 0 && e < 0; j--)
+				if (python_is_eval(AT_POS(ips, n, j)))
+					e = j;
+		ch->e = e;
+		from = e < 0 ? 0 : e;
+	}
+	for (int j = from; j < r; j++) {
+		uintptr_t ip = AT_POS(ips, n, j);
+		uint32_t parent;
+		if (j == ch->e || (ch->trimmed && j > ch->e &&
+				   python_is_eval(ip))) {
+			/* an eval frame, the innermost so far: the frames
+			 * outside it trimmed */
+			if (!chain_t(ch, ips, n, j, pp, fresh))
+				return 0;
+			ch->e = j;
+			parent = j ? ch->t[j - 1] : 0;
+		} else {
+			parent = j ? ch->u[j - 1] : 0;
+		}
+		if (!(ch->u[j] = node(parent, ip, pp, fresh)))
+			return 0;
+	}
+	if (ch->nu < r)
+		ch->nu = r;
+	return ch->u[r - 1];
+}
+
+/* The id of the stack ips[0..n) by the chain, if the walk that found it
+ * shares its outer part with the chain and the frames it does not share
+ * are all inside the innermost eval frame; else 0 with *ok 0 (and 0 with
+ * *ok 1 when the table cannot grow). */
+static uint32_t chain_intern(struct chain *ch, const uintptr_t *ips, int n,
+			     int shared, uint8_t **pp, int *fresh, int *ok)
+{
+	int r = shared < n ? shared : n;
+	*ok = 0;
+	if (r <= 0)
+		return 0;
+	if (ch->trimmed)
+		for (int i = 0; i < n - r; i++)
+			if (python_is_eval(ips[i]))
+				return 0;
+	*ok = 1;
+	uint32_t id = chain_u(ch, ips, n, r, pp, fresh);
+	for (int j = r; j < n && id; j++)
+		id = ch->u[j] = node(id, AT_POS(ips, n, j), pp, fresh);
+	if (!id) {
+		ch->serial = 0;
+		return 0;
+	}
+	if (ch->nu < n)
+		ch->nu = n;
+	return id;
+}
+
+uint32_t stacks_intern(const uintptr_t *ips, int n,
+		       const struct unwind_walk *walk, int trimmed,
+		       uint8_t **pp, int *fresh)
 {
 	struct cache *c = thread_cache();
 	if (!c)
 		return trimmed ? intern_trimmed(NULL, ips, n, pp, fresh)
 			       : intern_path(&path.last, ips, n, pp, fresh);
+	uint64_t key = walk ? walk->key : 0;
 	struct stacks_keyed *k = &c->keyed[key & (STACKS_KEYED - 1)];
+	if (walk)
+		chain_follow(&c->chain, walk, trimmed);
 	if (key && k->key == key && k->trimmed == (uint32_t)trimmed && k->id)
 		return k->id;
+	if (walk && walk->rooted && walk->kept) {
+		int ok;
+		uint32_t id = chain_intern(&c->chain, ips, n, walk->shared,
+					   pp, fresh, &ok);
+		if (ok) {
+			if (key && id)
+				*k = (struct stacks_keyed){
+					key, (uint32_t)trimmed, id
+				};
+			return id;
+		}
+	}
 	/* by the stack as captured: a hit costs no trim */
 	uint64_t h = stack_hash(ips, n) ^ (uint64_t)trimmed * HASH_M;
 	struct leaf *l = &c->leaves[h & (LEAVES - 1)];

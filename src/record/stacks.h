@@ -18,25 +18,29 @@ int stacks_create(void);
  * of memory. */
 int stacks_reset(void);
 
-/* Python frames (python.h) f[0..n), innermost first, as a node of a tree
- * of their own, written as HS_EXT_PY_FRAME records:
- * - stacks_py_common: how many outer frames the thread's previous Python
- *   stack had the same (reused without a lookup); -1 when the thread has
- *   no cache (its Python frames are then left out);
- * - stacks_py_intern: the innermost node's id, codes[] the trace ids of
- *   the frames' codes (python_codes_put); 0 when the table cannot grow. */
-int stacks_py_common(const struct py_raw *f, int n);
-uint32_t stacks_py_intern(const struct py_raw *f, const uint32_t *codes,
-			  int n, int common, uint8_t **pp);
+/* Python frames (python.h) as a node of a tree of their own, written as
+ * HS_EXT_PY_FRAME records:
+ * - stacks_py_capture: the calling thread's frames, captured into *now
+ *   (a trail of the thread's cache, now->raw[0..n), innermost first),
+ *   and how many outer frames its previous Python stack had the same
+ *   (*common: reused without a lookup); 0 frames when the thread has no
+ *   cache (its Python frames are then left out).  No lock needed;
+ * - stacks_py_intern, lock held: the innermost node's id, codes[] the
+ *   trace ids of the frames' codes (python_codes_put); 0 when the table
+ *   cannot grow.  *now becomes the thread's previous Python stack. */
+int stacks_py_capture(const struct py_trail **now, int *common);
+uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
+			  int common, uint8_t **pp);
 
 /* The id of the stack ips[0..n), innermost first, appending at *pp the
  * records of its nodes not seen before (*fresh set then).  trimmed: the
  * stack has Python frames, and leaves out the interpreter's frames they
- * stand for (python_trim).  key: the unwinder's walk key for exactly
- * these frames (unwind.h), 0 if none.  0 when the table cannot grow
- * (recording stops). */
-uint32_t stacks_intern(const uintptr_t *ips, int n, uint64_t key,
-		       int trimmed, uint8_t **pp, int *fresh);
+ * stand for (python_trim).  walk: what the unwinder said of the capture
+ * that found exactly these frames (unwind.h), or NULL.  0 when the
+ * table cannot grow (recording stops). */
+uint32_t stacks_intern(const uintptr_t *ips, int n,
+		       const struct unwind_walk *walk, int trimmed,
+		       uint8_t **pp, int *fresh);
 
 /* Lock held: appends at p an HS_EXT_PY_AT record when the thread's next
  * stack is under another Python node (stacks_py_intern; 0: none) than

@@ -149,7 +149,7 @@ void unwind_forget(void)
 		unwind_fast_forget();
 }
 
-int unwind_capture(uintptr_t *ips, int max, uint64_t *walk)
+int unwind_capture_walk(uintptr_t *ips, int max, struct unwind_walk *walk)
 {
 	if (max > HS_DEPTH_MAX)
 		max = HS_DEPTH_MAX;
@@ -158,6 +158,15 @@ int unwind_capture(uintptr_t *ips, int max, uint64_t *walk)
 		if (n >= 0)
 			return n;
 	}
-	*walk = 0;
+	walk->key = walk->kept = 0;
+	walk->rooted = 0;
 	return libunwind_capture(ips, max);
+}
+
+int unwind_capture(uintptr_t *ips, int max, uint64_t *walk)
+{
+	struct unwind_walk w;
+	int n = unwind_capture_walk(ips, max, &w);
+	*walk = w.key;
+	return n;
 }

@@ -28,6 +28,24 @@ const char *unwind_name(void);
  * per kept walk. */
 int unwind_capture(uintptr_t *ips, int max, uint64_t *walk);
 #define UNWIND_WALK_BITS 10
+
+/* What a capture tells of the thread's kept walk, besides its frames.
+ * The fast method keeps the thread's latest walk (its frames counted
+ * from the outermost, position 0), numbered anew each time it changes:
+ * - prior, kept: its number before and after the capture (0: none);
+ * - shared: how many of its outermost frames the capture left as they
+ *   were (a walk that reuses the outer part of the kept one);
+ * - rooted: the frames returned are the kept walk's after the capture,
+ *   position for position from the outermost (ips[n - 1 - j] is frame j),
+ *   though perhaps fewer at the inner end.
+ * A caller that keeps something per frame of the kept walk (stacks.c
+ * keeps tree nodes) can keep the shared part of it. */
+struct unwind_walk {
+	uint64_t key; /* as unwind_capture's *walk */
+	uint64_t prior, kept;
+	int shared, rooted;
+};
+int unwind_capture_walk(uintptr_t *ips, int max, struct unwind_walk *walk);
 /* The same with libunwind alone, which keeps no state of the thread's
  * that an interrupted capture may be changing: for nested calls. */
 int unwind_capture_plain(uintptr_t *ips, int max);

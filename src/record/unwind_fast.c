@@ -39,7 +39,7 @@
 struct walk {
 	uintptr_t lo, span;
 	uintptr_t self_lo, self_hi;
-	uint64_t *key; /* the walk key, for the caller */
+	struct unwind_walk *out_walk; /* for the caller */
 	uintptr_t *ips;
 	int max, out;
 	int n;          /* new frames, at the end of keep */
@@ -147,6 +147,8 @@ static void keep_walk(struct shadow *sh, struct walk *w, int outer,
 	memmove(&sh->keep[outer], &sh->keep[2 * KEEP_MAX - w->n],
 		(size_t)w->n * sizeof(struct kframe));
 	sh->n = outer + w->n;
+	sh->serial++;
+	w->out_walk->shared = outer;
 	if (sh->dyn >= outer)
 		sh->dyn = KEEP_MAX;
 	for (int m = outer; m < sh->n; m++) {
@@ -187,6 +189,7 @@ static int take_outer(struct shadow *sh, struct walk *w, int i)
 	       (size_t)take * sizeof(*w->ips));
 	w->out += take;
 	keep_walk(sh, w, i + 1, sh->complete);
+	w->out_walk->rooted = take == m + 1; /* down to keep[0] */
 	sh->st.reused++;
 	return 1;
 }
@@ -284,14 +287,15 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 		return -1; /* cut short: not the filed stack */
 	memcpy(w->ips, r->ips, r->out * sizeof(*r->ips));
 	set[0].old = r != set;
-	*w->key = r->key;
+	w->out_walk->key = r->key;
+	w->out_walk->shared = sh->n; /* keep is as it was */
 	sh->st.recalled++;
 	return (int)r->out;
 }
 
 /* Files the kept walk, which began at slot, if it is whole, with a new
  * key for the caller. */
-static void remember(struct shadow *sh, const struct walk *w, uint64_t *key)
+static void remember(struct shadow *sh, const struct walk *w)
 {
 	uint32_t n = (uint32_t)sh->n;
 	if (!sh->complete || n < 1 || n > RECENT_FRAMES)
@@ -335,7 +339,7 @@ static void remember(struct shadow *sh, const struct walk *w, uint64_t *key)
 	 * is not for this one */
 	r->key = ++sh->filed << UNWIND_WALK_BITS |
 		 (uint64_t)(r - sh->recent);
-	*key = r->key;
+	w->out_walk->key = r->key;
 }
 
 /* Steps outwards from the frame whose return address sits in slot, with
@@ -456,22 +460,25 @@ static int walk_from(struct shadow *sh, struct walk *w, uintptr_t slot,
 	w->n = n;
 	w->epoch = epoch;
 	keep_walk(sh, w, 0, complete);
+	w->out_walk->rooted = 1;
 	return out;
 }
 
 /* Entered by a jump from hs_fast_entry, so that this function's own return
  * address sits in slot: the caller's frame is where the walk begins. */
 int hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
-		 uint64_t *key, uintptr_t slot, uintptr_t fp);
+		 struct unwind_walk *out, uintptr_t slot, uintptr_t fp);
 __attribute__((visibility("hidden"), used)) int
 hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
-	     uint64_t *key, uintptr_t slot, uintptr_t fp)
+	     struct unwind_walk *out, uintptr_t slot, uintptr_t fp)
 {
 	struct shadow *sh = shadow;
 	if (unlikely(sh <= SHADOW_GONE) &&
 	    (sh == SHADOW_GONE || !(sh = shadow_create())))
 		return -1;
-	*key = 0;
+	out->key = 0;
+	out->prior = sh->n ? sh->serial : 0;
+	out->shared = out->rooted = 0;
 	sh->st.captures++;
 	if (unlikely(!sh->hi) && !sh->bad)
 		shadow_bounds(sh);
@@ -484,7 +491,7 @@ hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
 	w.span = sh->hi - 8 - slot;
 	w.self_lo = self->lo;
 	w.self_hi = self->hi;
-	w.key = key;
+	w.out_walk = out;
 	w.ips = ips;
 	w.max = max;
 	w.out = w.n = w.dropped = 0;
@@ -494,15 +501,15 @@ hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
 	w.bad = sh->n;
 	skip_own(sh, w.span, &slot, &fp);
 	int n = recall(sh, &w, slot, fp);
-	if (n >= 0)
-		return n;
-	n = walk_from(sh, &w, slot, fp);
+	if (n < 0)
+		n = walk_from(sh, &w, slot, fp);
 	if (n < 0) {
 		sh->n = 0;
 		sh->st.fallbacks++;
-	} else if (n < max) {
-		remember(sh, &w, key); /* not cut short: the whole stack */
+	} else if (n < max && out->rooted) {
+		remember(sh, &w); /* not cut short: the whole stack */
 	}
+	out->kept = sh->n ? sh->serial : 0;
 	return n;
 }
 
@@ -521,20 +528,20 @@ __asm__(".text\n"
 	".size hs_fast_entry, .-hs_fast_entry\n");
 
 int hs_fast_entry(uintptr_t *ips, int max, const struct code_range *self,
-		  uint64_t *key);
+		  struct unwind_walk *walk);
 
 int unwind_fast_capture(uintptr_t *ips, int max, const struct code_range *self,
-			uint64_t *key)
+			struct unwind_walk *walk)
 {
-	return hs_fast_entry(ips, max, self, key);
+	return hs_fast_entry(ips, max, self, walk);
 }
 
 #else
 
 int unwind_fast_capture(uintptr_t *ips, int max, const struct code_range *self,
-			uint64_t *key)
+			struct unwind_walk *walk)
 {
-	(void)ips, (void)max, (void)self, (void)key;
+	(void)ips, (void)max, (void)self, (void)walk;
 	return -1;
 }
 

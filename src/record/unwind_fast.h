@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "unwind.h" /* struct unwind_walk */
+
 /* Maps the rule cache; -1 where the method is not available. */
 int unwind_fast_init(void);
 
@@ -14,11 +16,11 @@ struct code_range {
 	uintptr_t lo, hi;
 };
 
-/* Return addresses and walk key (never NULL) as unwind_capture gives
- * them, leading frames inside self left out; -1 when this stack needs
- * libunwind. */
+/* Return addresses and what is known of the walk (never NULL) as
+ * unwind_capture_walk gives them, leading frames inside self left out;
+ * -1 when this stack needs libunwind. */
 int unwind_fast_capture(uintptr_t *ips, int max, const struct code_range *self,
-			uint64_t *key);
+			struct unwind_walk *walk);
 
 /* Forgets the calling thread's kept and filed walks (one may have been
  * left half made by a capture that never finished). */

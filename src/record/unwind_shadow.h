@@ -84,6 +84,8 @@ struct shadow {
 	uint64_t epoch; /* the loader epoch its DYNAMIC rules belong to */
 	int dyn;        /* the outermost DYNAMIC frame of keep; KEEP_MAX:
 			 * none */
+	uint64_t serial; /* keep's number (unwind_walk): each change, one
+			  * more */
 	struct kframe keep[2 * KEEP_MAX];
 	/* made with keep[0..n) as it is kept: the checks of its frames,
 	 * outermost first, and their return addresses innermost first

@@ -74,16 +74,19 @@ def show(stack):
     return " ".join(f"{m}+{off:#x}" for m, off in stack)
 
 
-def compare(cmd, what, threaded=False, shared=False):
+def compare(cmd, what, threaded=False, shared=False, env=None, sizes=True):
     seqs = {}
     with tmpdir() as d:
         for method in ("libunwind", "fast"):
-            env = dict(os.environ, HEAPSLOPE_UNWIND=method)
-            r = record(cmd, d, output=f"{method}.hst", env=env)
+            e = dict(os.environ, **(env or {}), HEAPSLOPE_UNWIND=method)
+            r = record(cmd, d, output=f"{method}.hst", env=e)
             t = r.trace()
             check_complete(dump_stats(t), f"{what} ({method})")
             check_eq(unwind_name(t), method, f"{what}: trace's unwind method")
             seqs[method] = threads(t)
+            if not sizes:
+                seqs[method] = {tid: [(r, None, st) for r, _, st in evs]
+                                for tid, evs in seqs[method].items()}
     a, b = seqs["libunwind"], seqs["fast"]
     if shared:
         ma = sorted((r, st) for t in a.values() for r, _, st in t)
@@ -122,6 +125,30 @@ def trainsim():
     return path if os.access(path, os.X_OK) else None
 
 
+# A Python program: its stacks are trimmed where Python frames stand for
+# the interpreter's (the fast unwinder's kept walk then gives the trimmed
+# stack's nodes, stacks.c), deep under the import machinery and calls.
+PY_PROGRAM = """
+import json, re
+def leaf(i):
+    return {"k%d" % i: [i] * (i % 7), "s": "x" * (i % 50)}
+def mid(i, d):
+    return mid(i, d - 1) if d else [leaf(i), json.dumps({"i": i})]
+keep = []
+for i in range(3000):
+    keep.append(mid(i, i % 9))
+    if i % 500 == 0:
+        re.compile("a%d(b|c)*" % i)
+"""
+
+
+def python_program(d):
+    path = os.path.join(d, "prog.py")
+    with open(path, "w") as f:
+        f.write(PY_PROGRAM)
+    return path
+
+
 def test_unwind_equal():
     compare([prog("churn"), "30000", "0"], "churn")
     compare([prog("tstress"), "4", "3000"], "tstress", threaded=True)
@@ -132,6 +159,12 @@ def test_unwind_equal():
     ts = trainsim()
     if ts:
         compare([ts, "--batches", "3", "--ops", "20000"], "trainsim")
+    with tmpdir() as d:
+        # sizes aside: the interpreter copies the environment, where
+        # HEAPSLOPE_UNWIND's value differs
+        compare(["/usr/bin/python3", python_program(d)], "python",
+                env={"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"},
+                sizes=False)
 
 
 if __name__ == "__main__":

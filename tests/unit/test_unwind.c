@@ -462,6 +462,71 @@ static NOINLINE void check_keys(void)
 	}
 }
 
+/* What a capture says of the kept walk (unwind.h): two captures under
+ * the same outer frames share them, position for position from the
+ * outermost; libunwind keeps no walk. */
+static struct unwind_walk walk_seen[2];
+static uintptr_t walk_ips[2][HS_DEPTH_MAX];
+static int walk_n[2];
+
+static NOINLINE void walk_here(int k)
+{
+	walk_n[k] = unwind_capture_walk(walk_ips[k], HS_DEPTH_MAX,
+					&walk_seen[k]);
+	BARRIER();
+}
+
+static NOINLINE void walk_inner(int k, int d)
+{
+	if (d > 0)
+		walk_inner(k, d - 1);
+	else
+		walk_here(k);
+	BARRIER();
+}
+
+static NOINLINE void walk_outer(int d)
+{
+	walk_inner(0, d);      /* d + 2 frames inside this one */
+	walk_inner(1, d + 3);  /* d + 5, from another call site */
+	BARRIER();
+}
+
+static NOINLINE void check_walks(void)
+{
+	where = "walks";
+	walk_outer(4);
+	const struct unwind_walk *a = &walk_seen[0], *b = &walk_seen[1];
+	/* the frames outside walk_outer's, whose return address differs:
+	 * all but walk_here's, walk_inner's 5 and walk_outer's */
+	int outer = walk_n[0] - 7;
+	int same = 0;
+	while (same < walk_n[0] && same < walk_n[1] &&
+	       walk_ips[0][walk_n[0] - 1 - same] ==
+		       walk_ips[1][walk_n[1] - 1 - same])
+		same++;
+	cases++;
+	if (!a->kept || b->prior != a->kept || b->kept == b->prior ||
+	    !b->rooted || b->shared < outer || b->shared > same ||
+	    walk_n[1] != walk_n[0] + 3) {
+		fprintf(stderr, "FAIL walks: kept %llu, then prior %llu kept "
+			"%llu rooted %d shared %d (outer %d, same %d), %d "
+			"then %d frames\n", (unsigned long long)a->kept,
+			(unsigned long long)b->prior,
+			(unsigned long long)b->kept, b->rooted, b->shared,
+			outer, same, walk_n[0], walk_n[1]);
+		failures++;
+	}
+	unwind_init("libunwind");
+	walk_here(0);
+	unwind_init("fast");
+	cases++;
+	if (walk_seen[0].kept || walk_seen[0].rooted) {
+		fprintf(stderr, "FAIL libunwind said it kept a walk\n");
+		failures++;
+	}
+}
+
 int main(void)
 {
 	if (unwind_init("fast")) {
@@ -471,6 +536,7 @@ int main(void)
 	run_all();
 	check_reuse();
 	check_keys();
+	check_walks();
 	pthread_t th;
 	if (pthread_create(&th, NULL, thread_main, NULL) == 0)
 		pthread_join(th, NULL);
