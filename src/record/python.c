@@ -178,8 +178,7 @@ static int probe(const uint8_t *ts)
 
 static inline unsigned py_seek(const uint8_t *fr)
 {
-	return (unsigned)((uintptr_t)fr >> 4 ^ (uintptr_t)fr >> 10) &
-	       (PY_SEEK - 1);
+	return (unsigned)((uintptr_t)fr >> 6) & (PY_SEEK - 1);
 }
 
 /* The chain from fr, whose visit matched last->v[s], is last's from there
@@ -226,7 +225,8 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 	const uint8_t *fr = cframe ? AT(cframe, L->cf_frame, const uint8_t *)
 				   : NULL;
 	int n = 0, pending_entry = 0, seen = 0, fresh = -1;
-	int seek = last && last->seen > 0; /* last's frames may be met */
+	/* last's frames may be met: in a chain deep enough for it to pay */
+	int seek = last && last->seen >= PY_SEEK_MIN;
 	for (; fr && n < PY_DEPTH && seen < 4 * PY_DEPTH; seen++) {
 		if ((uintptr_t)fr & 7)
 			break;
@@ -260,10 +260,13 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 				if (n + (int)v->rem < PY_DEPTH &&
 				    seen + run <= PY_VISITS &&
 				    rest_same(L, fr, last, s)) {
-					memcpy(&now->v[seen], v,
-					       (size_t)run * sizeof(*v));
-					memcpy(&f[n], &last->raw[last->n - v->rem],
-					       v->rem * sizeof(*f));
+					/* mostly a few: no calls */
+					for (int t = 0; t < run; t++)
+						now->v[seen + t] = v[t];
+					const struct py_raw *o =
+						&last->raw[last->n - v->rem];
+					for (uint32_t t = 0; t < v->rem; t++)
+						f[n + t] = o[t];
 					*common = (int)v->rem;
 					n += (int)v->rem;
 					fresh = seen;
@@ -311,6 +314,8 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 	if (fr || seen > PY_VISITS)
 		return n; /* not whole: the next capture reads it all */
 	now->seen = seen;
+	if (seen < PY_SEEK_MIN)
+		return n; /* the next capture reads it all */
 	/* the visits made here held the frames put out before them */
 	for (int t = 0; t < fresh; t++)
 		now->v[t].rem = (uint32_t)n - now->v[t].rem;

@@ -41,11 +41,13 @@ static inline int python_on(void)
  * inside deep Python code (an import) allocates under 30 frames or more,
  * and most of them stay as they were. */
 #define PY_VISITS (PY_DEPTH + 64)
-#define PY_SEEK 64
+#define PY_SEEK 16
+#define PY_SEEK_MIN 8 /* fewer visits: the next capture reads them all */
 struct py_visit {
 	uintptr_t fr, code, instr, lines;
 	uint32_t flags; /* is_entry | owner << 8 | (an entry pending) << 16 */
-	uint32_t rem;   /* frames put out from this one to the chain's end */
+	uint32_t rem;   /* frames put out from this one to the chain's end
+			 * (in a chain of PY_SEEK_MIN visits or more) */
 };
 struct py_trail {
 	int n;    /* frames in raw */
@@ -53,7 +55,7 @@ struct py_trail {
 	struct py_raw raw[PY_DEPTH];
 	struct py_visit v[PY_VISITS];
 	/* by frame address (py_seek), a visit as seen - its index (0: none),
-	 * which the visits of last copied keep */
+	 * which the visits of last copied keep; set from PY_SEEK_MIN visits */
 	uint16_t seek[PY_SEEK];
 };
 

@@ -248,31 +248,42 @@ int stackmap_reset(struct stackmap *m)
 	return 0;
 }
 
-uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
-			 int *is_new)
+/* The address number of ip, added if new; 0 when the table cannot grow. */
+static inline uint32_t addr_of(struct stackmap *m, uintptr_t ip)
 {
-	uint64_t fh = (uint64_t)ip * 0x9e3779b97f4a7c15ull ^
-		      (uint64_t)parent * 0xc2b2ae3d27d4eb4full;
-	struct front *f = &m->front[(fh ^ fh >> 29 ^ fh >> 47) & (FRONT - 1)];
-	*is_new = 0;
-	if (f->id && f->ip == ip && f->parent == parent)
-		return f->id;
 	uint32_t *at = NULL;
 	uint64_t h = mix(ip);
 	uint32_t a = dict_find(&m->addrs, ip, h, &at);
-	if (!a && !(a = dict_add(&m->addrs, ip, h, at)))
-		return 0;
-	uint64_t key = (uint64_t)parent << 32 | a;
-	h = mix(key);
+	return a ? a : dict_add(&m->addrs, ip, h, at);
+}
+
+uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
+			 int *is_new)
+{
+	*is_new = 0;
 	if (parent && parent == m->nodes.n) {
-		/* the newest node has no children yet: no lookup */
-		uint32_t id = dict_add_pending(&m->nodes, key, h);
-		if (!id)
+		/* the newest node has no children yet: no lookup, not even
+		 * in the front (a child of a new node, the rest of a new
+		 * stack, is most of the new nodes; the front's line is far) */
+		uint32_t a = addr_of(m, ip);
+		if (!a)
 			return 0;
-		*is_new = 1;
-		*f = (struct front){ ip, parent, id };
+		uint64_t key = (uint64_t)parent << 32 | a;
+		uint32_t id = dict_add_pending(&m->nodes, key, mix(key));
+		*is_new = id != 0;
 		return id;
 	}
+	uint64_t fh = (uint64_t)ip * 0x9e3779b97f4a7c15ull ^
+		      (uint64_t)parent * 0xc2b2ae3d27d4eb4full;
+	struct front *f = &m->front[(fh ^ fh >> 29 ^ fh >> 47) & (FRONT - 1)];
+	if (f->id && f->ip == ip && f->parent == parent)
+		return f->id;
+	uint32_t *at = NULL;
+	uint32_t a = addr_of(m, ip);
+	if (!a)
+		return 0;
+	uint64_t key = (uint64_t)parent << 32 | a;
+	uint64_t h = mix(key);
 	dict_settle(&m->nodes);
 	uint32_t id = dict_find(&m->nodes, key, h, &at);
 	if (!id) {

@@ -29,6 +29,7 @@
 #include "python.h"
 #include "stackmap.h"
 
+#define HASH_M 0xff51afd7ed558ccdull
 #define LEAVES 1024
 #define PATHS 32
 #define ROOT_FRAMES 4 /* outermost frames that choose a path */
@@ -73,9 +74,21 @@ struct chain {
 	uint32_t u[HS_DEPTH_MAX], t[HS_DEPTH_MAX];
 };
 
+/* The thread's recent nodes, in front of the table's own front cache:
+ * the inner frames a stack adds to the chain's (a few per allocation,
+ * the same ones over and over) are found in memory the thread keeps
+ * warm, not in the table's, which every new node of every thread
+ * writes to.  Direct-mapped; id 0: empty. */
+#define NEAR 1024
+struct near {
+	uintptr_t ip;
+	uint32_t parent, id;
+};
+
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
 struct cache {
 	struct chain chain;
+	struct near near[NEAR];
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
 	struct path paths[PATHS];
@@ -174,6 +187,19 @@ static inline uint32_t node(uint32_t parent, uintptr_t ip, uint8_t **pp,
 	return id;
 }
 
+/* node() through the thread's near cache. */
+static inline uint32_t near_node(struct cache *c, uint32_t parent,
+				 uintptr_t ip, uint8_t **pp, int *fresh)
+{
+	uint64_t h = ((uint64_t)ip ^ (uint64_t)parent << 20) * HASH_M;
+	struct near *e = &c->near[h >> 54];
+	if (e->id && e->ip == ip && e->parent == parent)
+		return e->id;
+	uint32_t id = node(parent, ip, pp, fresh);
+	*e = (struct near){ ip, parent, id };
+	return id;
+}
+
 /* The stack's id by the tree, writing the nodes not seen before.  The
  * outer part it shares with pa, a stack of the thread's, is reused
  * without a lookup; pa becomes this stack. */
@@ -207,7 +233,6 @@ static uint32_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 /* Four lanes, each a multiply-xorshift chain over every fourth address,
  * so that their multiplications overlap instead of waiting on each other
  * (the hash of every allocation's stack is on the hot path). */
-#define HASH_M 0xff51afd7ed558ccdull
 static inline uint64_t lane(uint64_t h, uint64_t ip)
 {
 	h = (h ^ ip) * HASH_M;
@@ -357,14 +382,16 @@ static void chain_follow(struct chain *ch, const struct unwind_walk *w,
 #define AT_POS(ips, n, j) ((ips)[(n) - 1 - (j)])
 
 /* t[0..p) made; 0 when the table cannot grow. */
-static int chain_t(struct chain *ch, const uintptr_t *ips, int n, int p,
+static int chain_t(struct cache *c, const uintptr_t *ips, int n, int p,
 		   uint8_t **pp, int *fresh)
 {
+	struct chain *ch = &c->chain;
 	for (int j = ch->nt; j < p; j++) {
 		uintptr_t ip = AT_POS(ips, n, j);
 		uint32_t parent = j ? ch->t[j - 1] : 0;
 		ch->t[j] = python_is_interp(ip) ? parent
-						: node(parent, ip, pp, fresh);
+						: near_node(c, parent, ip, pp,
+							    fresh);
 		if (!ch->t[j] && !python_is_interp(ip))
 			return 0;
 	}
@@ -375,9 +402,10 @@ static int chain_t(struct chain *ch, const uintptr_t *ips, int n, int p,
 
 /* u[r - 1] made for the stack ips[0..n), whose frames 0..r-1 are the
  * chain's: its node; 0 when the table cannot grow. */
-static uint32_t chain_u(struct chain *ch, const uintptr_t *ips, int n, int r,
+static uint32_t chain_u(struct cache *c, const uintptr_t *ips, int n, int r,
 			uint8_t **pp, int *fresh)
 {
+	struct chain *ch = &c->chain;
 	int from = ch->nu;
 	if (!ch->nu || ch->e >= r) {
 		/* anew, from the innermost eval frame of the shared part */
@@ -396,14 +424,14 @@ static uint32_t chain_u(struct chain *ch, const uintptr_t *ips, int n, int r,
 				   python_is_eval(ip))) {
 			/* an eval frame, the innermost so far: the frames
 			 * outside it trimmed */
-			if (!chain_t(ch, ips, n, j, pp, fresh))
+			if (!chain_t(c, ips, n, j, pp, fresh))
 				return 0;
 			ch->e = j;
 			parent = j ? ch->t[j - 1] : 0;
 		} else {
 			parent = j ? ch->u[j - 1] : 0;
 		}
-		if (!(ch->u[j] = node(parent, ip, pp, fresh)))
+		if (!(ch->u[j] = near_node(c, parent, ip, pp, fresh)))
 			return 0;
 	}
 	if (ch->nu < r)
@@ -415,9 +443,10 @@ static uint32_t chain_u(struct chain *ch, const uintptr_t *ips, int n, int r,
  * shares its outer part with the chain and the frames it does not share
  * are all inside the innermost eval frame; else 0 with *ok 0 (and 0 with
  * *ok 1 when the table cannot grow). */
-static uint32_t chain_intern(struct chain *ch, const uintptr_t *ips, int n,
+static uint32_t chain_intern(struct cache *c, const uintptr_t *ips, int n,
 			     int shared, uint8_t **pp, int *fresh, int *ok)
 {
+	struct chain *ch = &c->chain;
 	int r = shared < n ? shared : n;
 	*ok = 0;
 	if (r <= 0)
@@ -427,9 +456,9 @@ static uint32_t chain_intern(struct chain *ch, const uintptr_t *ips, int n,
 			if (python_is_eval(ips[i]))
 				return 0;
 	*ok = 1;
-	uint32_t id = chain_u(ch, ips, n, r, pp, fresh);
+	uint32_t id = chain_u(c, ips, n, r, pp, fresh);
 	for (int j = r; j < n && id; j++)
-		id = ch->u[j] = node(id, AT_POS(ips, n, j), pp, fresh);
+		id = ch->u[j] = near_node(c, id, AT_POS(ips, n, j), pp, fresh);
 	if (!id) {
 		ch->serial = 0;
 		return 0;
@@ -455,7 +484,7 @@ uint32_t stacks_intern(const uintptr_t *ips, int n,
 		return k->id;
 	if (walk && walk->rooted && walk->kept) {
 		int ok;
-		uint32_t id = chain_intern(&c->chain, ips, n, walk->shared,
+		uint32_t id = chain_intern(c, ips, n, walk->shared,
 					   pp, fresh, &ok);
 		if (ok) {
 			if (key && id)
