@@ -260,13 +260,12 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 				if (n + (int)v->rem < PY_DEPTH &&
 				    seen + run <= PY_VISITS &&
 				    rest_same(L, fr, last, s)) {
-					/* mostly a few: no calls */
-					for (int t = 0; t < run; t++)
-						now->v[seen + t] = v[t];
-					const struct py_raw *o =
-						&last->raw[last->n - v->rem];
-					for (uint32_t t = 0; t < v->rem; t++)
-						f[n + t] = o[t];
+					/* in one go (a loop of struct copies
+					 * became a string move per visit) */
+					memcpy(&now->v[seen], v,
+					       (size_t)run * sizeof(*v));
+					memcpy(&f[n], &last->raw[last->n - v->rem],
+					       v->rem * sizeof(*f));
 					*common = (int)v->rem;
 					n += (int)v->rem;
 					fresh = seen;
