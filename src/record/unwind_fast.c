@@ -245,12 +245,23 @@ static int skip_own(const struct shadow *sh, uintptr_t span,
 	return 0;
 }
 
-/* The set of two entries a walk beginning at slot is filed in. */
-static inline struct recent *recent_set(struct shadow *sh, uintptr_t slot,
-					uintptr_t ip)
+/* Where a walk beginning at slot is filed: a hash giving the set of two
+ * entries (recent_index) and, in the thread's tags, a tag that answers
+ * most lookups without touching the entries (recent_tag), which are large
+ * and far apart. */
+static inline uint64_t recent_hash(uintptr_t slot, uintptr_t ip)
 {
-	uint64_t h = (slot ^ ip * 0xff51afd7ed558ccdull) * 0x9e3779b97f4a7c15ull;
-	return &sh->recent[(h >> 40 & (RECENT / 2 - 1)) * 2];
+	return (slot ^ ip * 0xff51afd7ed558ccdull) * 0x9e3779b97f4a7c15ull;
+}
+
+static inline int recent_index(uint64_t h)
+{
+	return (int)(h >> 40 & (RECENT / 2 - 1)) * 2;
+}
+
+static inline uint32_t recent_tag(uint64_t h)
+{
+	return (uint32_t)h | 1;
 }
 
 static inline int recent_is(const struct recent *r, uintptr_t slot,
@@ -265,8 +276,15 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 		  uintptr_t fp)
 {
 	uintptr_t ip = load(slot);
-	struct recent *set = recent_set(sh, slot, ip), *r = set;
-	if (!recent_is(r, slot, ip) && !recent_is(++r, slot, ip))
+	uint64_t h = recent_hash(slot, ip);
+	int i = recent_index(h);
+	uint32_t tag = recent_tag(h);
+	struct recent *set = &sh->recent[i], *r;
+	if (sh->recent_tags[i] == tag && recent_is(set, slot, ip))
+		r = set;
+	else if (sh->recent_tags[i + 1] == tag && recent_is(set + 1, slot, ip))
+		r = set + 1;
+	else
 		return -1;
 	uint32_t n = r->n;
 	if (r->fp_used && r->f[n - 1].fp != fp)
@@ -304,13 +322,15 @@ static void remember(struct shadow *sh, const struct walk *w)
 		if (sh->keep[m].rbp_at & DYNAMIC)
 			return; /* code that may be unloaded: not for long */
 	uintptr_t slot = sh->keep[n - 1].slot, ip = sh->keep[n - 1].ip;
-	struct recent *set = recent_set(sh, slot, ip), *r = set;
+	uint64_t h = recent_hash(slot, ip);
+	struct recent *set = &sh->recent[recent_index(h)], *r = set;
 	/* the entry of this place if it went stale, else the one not used
 	 * last */
 	if (recent_is(&set[1], slot, ip) ||
 	    (!recent_is(set, slot, ip) && !set[0].old))
 		r = &set[1];
 	set[0].old = r != set;
+	sh->recent_tags[r - sh->recent] = recent_tag(h);
 	memcpy(r->f, sh->keep, n * sizeof(*r->f));
 	/* an RBP read matters only if a frame further out has an RBP-based
 	 * CFA before RBP is read again: the outermost frame of a whole walk

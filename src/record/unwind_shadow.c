@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 
 #include "../base/rmem.h"
 #include "guard.h"
@@ -38,6 +39,7 @@ void unwind_fast_forget(void)
 		sh->own[i].n = 0;
 	for (int i = 0; i < RECENT; i++)
 		sh->recent[i].n = 0;
+	memset(sh->recent_tags, 0, sizeof(sh->recent_tags));
 }
 
 void unwind_fast_stats(struct unwind_fast_stats *s)

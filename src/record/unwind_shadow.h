@@ -96,6 +96,7 @@ struct shadow {
 	int own_next;   /* the way to replace */
 	struct unwind_fast_stats st;
 	uint64_t filed; /* walks filed so far: the keys' high bits */
+	uint32_t recent_tags[RECENT]; /* unwind_fast.c's recent_tag; 0: none */
 	struct recent recent[RECENT];
 };
 
