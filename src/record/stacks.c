@@ -86,9 +86,12 @@ struct near {
 };
 
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
+#define PY_NEAR 256 /* the same for Python frame nodes */
+
 struct cache {
 	struct chain chain;
 	struct near near[NEAR];
+	struct near py_near[PY_NEAR];
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
 	struct path paths[PATHS];
@@ -302,7 +305,8 @@ int stacks_py_capture(const struct py_trail **now, int *common)
 uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 			  int common, uint8_t **pp)
 {
-	struct py_path *path_py = &thread_cache()->py;
+	struct cache *c = thread_cache();
+	struct py_path *path_py = &c->py;
 	const struct py_trail *last = &path_py->t[path_py->cur];
 	const struct py_raw *f = now->raw;
 	uint32_t ids[PY_DEPTH];
@@ -319,8 +323,15 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 	for (int i = n - 1 - common; i >= 0; i--) {
 		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
 		uint64_t key = (uint64_t)codes[i] << 32 | f[i].where;
+		uint64_t h = (key ^ (uint64_t)parent << 20) * HASH_M;
+		struct near *e = &c->py_near[h >> 56];
+		if (e->id && e->ip == key && e->parent == parent) {
+			ids[i] = e->id;
+			continue;
+		}
 		int is_new;
 		uint32_t id = stackmap_intern(py_table, parent, key, &is_new);
+		*e = (struct near){ key, parent, id };
 		if (!id) {
 			hs_fail("out of memory for the stack table", ENOMEM);
 			path_py->t[0].n = path_py->t[1].n = 0;
