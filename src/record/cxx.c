@@ -224,7 +224,7 @@ static void record(unsigned fn, const void *p, size_t size,
 {
 	int e = errno;
 	rec_lock();
-	rec_realloc_end(fn, NULL, p, size, fl->depth, fl->ips);
+	rec_realloc_end(fn, NULL, p, size, fl->depth, fl->ips, NULL);
 	errno = e;
 }
 

@@ -156,8 +156,7 @@ static size_t py_bound(struct py_stack *py)
  * HS_EXT_PY_AT that puts it under them (or under none). */
 static inline __attribute__((always_inline)) uint32_t
 stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
-	 struct py_stack *py,
-	 uint8_t **pp, int *fresh)
+	 struct py_stack *py, uint8_t **pp, int *fresh)
 {
 	if (!py || !py->n || !n) {
 		uint32_t id = w ? stacks_known(w->key) : 0;
@@ -178,12 +177,11 @@ stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 
 /* Lock held: appends e with the stack ips[0..n) and the Python frames py
  * (NULL: none; both unused by frees).  w: what the unwinder said of
- * that stack, or 0.  Inlined: at each call the kind is mostly known, and
+ * that stack, or NULL.  Inlined: at each call the kind is mostly known, and
  * this is every event's path. */
 static inline __attribute__((always_inline)) void
 put_event(const struct event *e, const uintptr_t *ips, int n,
-	  const struct unwind_walk *w,
-	  struct py_stack *py, int *fresh)
+	  const struct unwind_walk *w, struct py_stack *py, int *fresh)
 {
 	struct recorder *R = &hs_rec;
 	if (e->kind == HS_REC_FREE)
@@ -317,13 +315,6 @@ static inline int unwrapped(uintptr_t *ips, int n)
 	return n;
 }
 
-/* What rec_realloc_begin's capture said of its walk, for the
- * rec_realloc_end that follows (valid: not used yet). */
-static __thread struct {
-	struct unwind_walk w;
-	int valid;
-} realloc_walk HS_TLS;
-
 static inline int capture(uintptr_t *ips, struct unwind_walk *w)
 {
 	return unwrapped(ips, unwind_capture_walk(ips, hs_settings.depth, w));
@@ -410,7 +401,6 @@ void rec_free(unsigned fn, const void *ptr)
 int rec_stack(uintptr_t *ips)
 {
 	struct unwind_walk w;
-	realloc_walk.valid = 0;
 	return capture(ips, &w);
 }
 
@@ -429,17 +419,15 @@ static void realloc_room(int depth)
 		(void)buffer_reserve(n);
 }
 
-void rec_realloc_begin(int *depth, uintptr_t *ips)
+void rec_realloc_begin(int *depth, uintptr_t *ips, struct unwind_walk *w)
 {
-	*depth = capture(ips, &realloc_walk.w);
-	realloc_walk.valid = 1;
+	*depth = capture(ips, w);
 	rec_lock();
 	realloc_room(*depth);
 }
 
 int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
 {
-	realloc_walk.valid = 0;
 	*depth = capture_plain(ips);
 	if (lock_owned(&hs_rec.lock, hs_tid()))
 		return 0;
@@ -468,7 +456,7 @@ void rec_nested_realloc_end(int locked, unsigned fn, const void *old,
 			    const uintptr_t *ips)
 {
 	if (locked) {
-		rec_realloc_end(fn, old, ptr, size, n, ips);
+		rec_realloc_end(fn, old, ptr, size, n, ips, NULL);
 	} else {
 		struct event e = realloc_event(fn, old, ptr, size);
 		side_add(&e, ips, n);
@@ -487,15 +475,11 @@ put_event_py(const struct event *e, const uintptr_t *ips, int n,
 }
 
 void rec_realloc_end(unsigned fn, const void *old, const void *ptr,
-		     size_t size, int n, const uintptr_t *ips)
+		     size_t size, int n, const uintptr_t *ips,
+		     const struct unwind_walk *w)
 {
 	struct event e = realloc_event(fn, old, ptr, size);
 	int fresh = 0;
-	/* the walk of rec_realloc_begin's capture, when these are its
-	 * frames */
-	const struct unwind_walk *w = realloc_walk.valid ? &realloc_walk.w
-							  : NULL;
-	realloc_walk.valid = 0;
 	if (__builtin_expect(side.n != 0, 0) && ptr)
 		side_flush((uintptr_t)ptr, &fresh);
 	if (__builtin_expect(python_on(), 0) && e.kind != HS_REC_FREE)
@@ -611,7 +595,8 @@ void rec_shmdt(const void *addr)
 }
 
 void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
-		    size_t len, int flags, int n, const uintptr_t *ips)
+		    size_t len, int flags, int n, const uintptr_t *ips,
+		    const struct unwind_walk *w)
 {
 	int fresh = 0;
 	/* a failed call changed nothing; a mapping of the allocator's or
@@ -622,7 +607,7 @@ void rec_mremap_end(const void *old, size_t old_len, const void *ptr,
 					    py_bound(NULL));
 		if (p) {
 			/* native only: no Python frames were read for it */
-			uint32_t id = stack_id(ips, n, 0, NULL, &p, &fresh);
+			uint32_t id = stack_id(ips, n, w, NULL, &p, &fresh);
 			p = enc_remap(p, (uintptr_t)old, old_len,
 				      (uintptr_t)ptr, len, (uint64_t)flags,
 				      id);

@@ -274,10 +274,11 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 	if (mode == HOOK_RECORD) {
 		int depth;
 		uintptr_t *ips = hs_thread.scratch;
-		rec_realloc_begin(&depth, ips);
+		struct unwind_walk w;
+		rec_realloc_begin(&depth, ips, &w);
 		p = REAL_REALLOC();
 		int e = errno;
-		rec_realloc_end(fn, old, p, total, depth, ips);
+		rec_realloc_end(fn, old, p, total, depth, ips, &w);
 		errno = e;
 	} else if (mode == HOOK_NESTED) {
 		/* the outer call may be a realloc using scratch */
@@ -437,11 +438,12 @@ EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
 		uintptr_t *ips = hs_thread.scratch;
 		/* the lock is held across the call: no other thread maps at
 		 * the old place before the record says it is free */
-		rec_realloc_begin(&depth, ips);
+		struct unwind_walk w;
+		rec_realloc_begin(&depth, ips, &w);
 		p = real.mremap(old, old_len, len, flags, new_addr);
 		int e = errno;
 		rec_mremap_end(old, old_len, p == MAP_FAILED ? NULL : p, len,
-			       flags, depth, ips);
+			       flags, depth, ips, &w);
 		errno = e;
 	} else {
 		p = real.mremap(old, old_len, len, flags, new_addr);

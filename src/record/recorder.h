@@ -183,10 +183,14 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *p,
  * HS_DEPTH_MAX frames of room in ips; returns the depth. */
 int rec_stack(uintptr_t *ips);
 /* realloc-like calls run between begin and end with the lock held, so
- * that no other thread can reuse the old address in between. */
-void rec_realloc_begin(int *depth, uintptr_t *ips);
+ * that no other thread can reuse the old address in between.  *w: what
+ * begin's capture said of its walk (unwind.h), for end; NULL at an end
+ * whose frames another capture found. */
+struct unwind_walk;
+void rec_realloc_begin(int *depth, uintptr_t *ips, struct unwind_walk *w);
 void rec_realloc_end(unsigned fn, const void *old, const void *p,
-		     size_t size, int depth, const uintptr_t *ips);
+		     size_t size, int depth, const uintptr_t *ips,
+		     const struct unwind_walk *w);
 /* The same for a nested caller: its stack by libunwind (rec_nested),
  * and the lock taken unless the thread holds it already (returns 0
  * then), in which case the event is set aside. */
@@ -211,7 +215,8 @@ void rec_shmdt(const void *addr);             /* before the real shmdt */
 void rec_protect(const void *addr, size_t len, int prot);
 /* mremap runs between rec_realloc_begin and this */
 void rec_mremap_end(const void *old, size_t old_len, const void *p,
-		    size_t len, int flags, int depth, const uintptr_t *ips);
+		    size_t len, int flags, int depth, const uintptr_t *ips,
+		    const struct unwind_walk *w);
 /* The process begins to exit: exit() (the recorder also sees CPython's
  * finalization by itself, exiting.c); what follows is teardown. */
 void rec_exiting(void);

@@ -158,8 +158,7 @@ int unwind_capture_walk(uintptr_t *ips, int max, struct unwind_walk *walk)
 		if (n >= 0)
 			return n;
 	}
-	walk->key = walk->kept = 0;
-	walk->rooted = 0;
+	*walk = (struct unwind_walk){ 0 }; /* libunwind keeps no walk */
 	return libunwind_capture(ips, max);
 }
 
