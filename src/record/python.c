@@ -176,6 +176,14 @@ static int probe(const uint8_t *ts)
 	return ok;
 }
 
+/* A frame's is_entry and owner bytes, as a visit keeps them. */
+static inline __attribute__((always_inline)) uint32_t
+frame_flags(const struct py_layout *L, const uint8_t *fr)
+{
+	return AT(fr, L->fr_entry, uint8_t) |
+	       (uint32_t)AT(fr, L->fr_owner, uint8_t) << 8;
+}
+
 static inline unsigned py_seek(const uint8_t *fr)
 {
 	return (unsigned)((uintptr_t)fr >> 6) & (PY_SEEK - 1);
@@ -195,12 +203,10 @@ rest_same(const struct py_layout *L, const uint8_t *fr,
 		if ((uintptr_t)fr != v->fr)
 			return 0;
 		const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
-		uint32_t flags = AT(fr, L->fr_entry, uint8_t) |
-				 (uint32_t)AT(fr, L->fr_owner, uint8_t) << 8;
 		if ((uintptr_t)code != v->code ||
 		    (uintptr_t)AT(fr, L->fr_instr, const uint8_t *) != v->instr ||
 		    AT(code, L->co_linetable, uintptr_t) != v->lines ||
-		    flags != (v->flags & 0xffff))
+		    frame_flags(L, fr) != (v->flags & 0xffff))
 			return 0;
 	}
 }
@@ -234,8 +240,7 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 		if (!code || ((uintptr_t)code & 7) ||
 		    AT(code, L->co_type, const void *) != py.code_type)
 			break;
-		uint32_t flags = AT(fr, L->fr_entry, uint8_t) |
-				 (uint32_t)AT(fr, L->fr_owner, uint8_t) << 8 |
+		uint32_t flags = frame_flags(L, fr) |
 				 (uint32_t)pending_entry << 16;
 		int entry = (flags & 0xff) != 0;
 		const uint8_t *first = code + L->co_code;
@@ -342,6 +347,7 @@ int python_capture(struct py_trail *now, const struct py_trail *last,
 #endif
 	return capture_with(py.L, now, last, common);
 }
+
 /* ---- code objects: each written once, with a trace id ---- */
 
 struct code_slot {

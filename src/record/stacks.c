@@ -78,20 +78,19 @@ struct chain {
  * the inner frames a stack adds to the chain's (a few per allocation,
  * the same ones over and over) are found in memory the thread keeps
  * warm, not in the table's, which every new node of every thread
- * writes to.  Direct-mapped; id 0: empty. */
-#define NEAR 1024
+ * writes to.  Direct-mapped by near_slot; id 0: empty. */
+#define NEAR_BITS 10
+#define PY_NEAR_BITS 8 /* the same for Python frame nodes */
 struct near {
 	uintptr_t ip;
 	uint32_t parent, id;
 };
 
 /* Mapped, not in TLS: threads with tiny stacks stay possible. */
-#define PY_NEAR 256 /* the same for Python frame nodes */
-
 struct cache {
 	struct chain chain;
-	struct near near[NEAR];
-	struct near py_near[PY_NEAR];
+	struct near near[1u << NEAR_BITS];
+	struct near py_near[1u << PY_NEAR_BITS];
 	struct leaf leaves[LEAVES];
 	struct stacks_keyed keyed[STACKS_KEYED];
 	struct path paths[PATHS];
@@ -190,13 +189,26 @@ static inline uint32_t node(uint32_t parent, uintptr_t ip, uint8_t **pp,
 	return id;
 }
 
+/* The entry of a near cache of 2^bits entries where (parent, ip) goes. */
+static inline struct near *near_slot(struct near *tab, unsigned bits,
+				     uint32_t parent, uintptr_t ip)
+{
+	uint64_t h = ((uint64_t)ip ^ (uint64_t)parent << 20) * HASH_M;
+	return &tab[h >> (64 - bits)];
+}
+
+static inline int near_is(const struct near *e, uint32_t parent,
+			  uintptr_t ip)
+{
+	return e->id && e->ip == ip && e->parent == parent;
+}
+
 /* node() through the thread's near cache. */
 static inline uint32_t near_node(struct cache *c, uint32_t parent,
 				 uintptr_t ip, uint8_t **pp, int *fresh)
 {
-	uint64_t h = ((uint64_t)ip ^ (uint64_t)parent << 20) * HASH_M;
-	struct near *e = &c->near[h >> 54];
-	if (e->id && e->ip == ip && e->parent == parent)
+	struct near *e = near_slot(c->near, NEAR_BITS, parent, ip);
+	if (near_is(e, parent, ip))
 		return e->id;
 	uint32_t id = node(parent, ip, pp, fresh);
 	*e = (struct near){ ip, parent, id };
@@ -323,9 +335,9 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 	for (int i = n - 1 - common; i >= 0; i--) {
 		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
 		uint64_t key = (uint64_t)codes[i] << 32 | f[i].where;
-		uint64_t h = (key ^ (uint64_t)parent << 20) * HASH_M;
-		struct near *e = &c->py_near[h >> 56];
-		if (e->id && e->ip == key && e->parent == parent) {
+		struct near *e = near_slot(c->py_near, PY_NEAR_BITS, parent,
+					   key);
+		if (near_is(e, parent, key)) {
 			ids[i] = e->id;
 			continue;
 		}
@@ -400,10 +412,9 @@ static int chain_t(struct cache *c, const uintptr_t *ips, int n, int p,
 	for (int j = ch->nt; j < p; j++) {
 		uintptr_t ip = AT_POS(ips, n, j);
 		uint32_t parent = j ? ch->t[j - 1] : 0;
-		ch->t[j] = python_is_interp(ip) ? parent
-						: near_node(c, parent, ip, pp,
-							    fresh);
-		if (!ch->t[j] && !python_is_interp(ip))
+		if (python_is_interp(ip))
+			ch->t[j] = parent; /* left out */
+		else if (!(ch->t[j] = near_node(c, parent, ip, pp, fresh)))
 			return 0;
 	}
 	if (ch->nt < p)
