@@ -46,8 +46,9 @@ struct walk {
 	int dropped;    /* more new frames than KEEP_MAX */
 	uint64_t epoch; /* 0 until the loader was checked */
 	/* matching against the kept walk: candidates are keep[0..i];
-	 * keep[0..ok) are verified, keep[bad] (and so all inside it) not */
-	int i, ok, bad;
+	 * keep[0..ok) are verified (and rcheck[0..rk), theirs),
+	 * keep[bad] (and so all inside it) not */
+	int i, ok, bad, rk;
 };
 
 static inline uintptr_t load(uintptr_t a)
@@ -64,23 +65,29 @@ static inline int emit(struct walk *w, uintptr_t ip)
 	return w->out == w->max;
 }
 
-/* Whether every word the kept walk read from keep[i] outwards still
- * holds the value it read.  Every allocation of a deep stack checks its
- * whole outer part, so each frame's check is two loads and compares,
- * made when the frame was kept (keep_walk).  The words lie between this
- * walk's first slot, keep[i].slot, and the stack's end, as they did when
- * read: a frame's slots go outwards, and an RBP is read above the slot
- * of the frame that reads it (walk_from). */
+/* Whether every word the kept walk read from keep[i] outwards and used
+ * still holds the value it read.  Every allocation of a deep stack checks
+ * its whole outer part, so the checks are made when the frames are kept
+ * (keep_walk): a load and a compare per frame, and per RBP used.  The
+ * words lie between this walk's first slot, keep[i].slot, and the
+ * stack's end, as they did when read: a frame's slots go outwards, and
+ * an RBP is read above the slot of the frame that reads it (walk_from). */
 static int outer_intact(const struct shadow *sh, struct walk *w, int i)
 {
 	const struct kcheck *c = &sh->check[w->ok];
-	int m = w->ok;
+	int m = w->ok, r = w->rk;
 	if (i >= w->bad)
 		return 0;
 	for (; m <= i; m++, c++)
-		if ((load(c->slot) ^ c->ip) | (load(c->at) ^ c->val))
+		if (load(c->slot) != c->ip)
 			break;
+	for (; r < sh->nr && sh->rcheck[r].m < m; r++)
+		if (load(sh->rcheck[r].at) != sh->rcheck[r].val) {
+			m = sh->rcheck[r].m;
+			break;
+		}
 	w->ok = m;
+	w->rk = r;
 	if (m <= i) {
 		w->bad = m;
 		return 0;
@@ -151,16 +158,19 @@ static void keep_walk(struct shadow *sh, struct walk *w, int outer,
 	w->out_walk->shared = outer;
 	if (sh->dyn >= outer)
 		sh->dyn = KEEP_MAX;
+	while (sh->nr > 0 && sh->rcheck[sh->nr - 1].m >= outer)
+		sh->nr--;
+	/* as remember's FP_LIVE: the RBP frame m - 1 was stepped with is
+	 * used by it or further out */
+	int used = outer > 0 ? sh->fp_live[outer - 1] : 0;
 	for (int m = outer; m < sh->n; m++) {
 		const struct kframe *f = &sh->keep[m];
 		uintptr_t at = f->rbp_at & ~(uintptr_t)FLAGS;
-		struct kcheck *c = &sh->check[m];
-		c->slot = c->at = f->slot;
-		c->ip = c->val = f->ip;
-		if (at && m > 0) {
-			c->at = at;
-			c->val = f[-1].fp;
-		}
+		sh->check[m] = (struct kcheck){ f->slot, f->ip };
+		if (at && used)
+			sh->rcheck[sh->nr++] = (struct rcheck){ at, f[-1].fp, m };
+		used = (f->rbp_at & CFA_RBP) || (!at && used);
+		sh->fp_live[m] = (uint8_t)used;
 		sh->rip[KEEP_MAX - 1 - m] = f->ip;
 		if ((f->rbp_at & DYNAMIC) && sh->dyn > m)
 			sh->dyn = m;
@@ -517,7 +527,7 @@ hs_fast_walk(uintptr_t *ips, int max, const struct code_range *self,
 	w.out = w.n = w.dropped = 0;
 	w.epoch = 0;
 	w.i = sh->n - 1;
-	w.ok = 0;
+	w.ok = w.rk = 0;
 	w.bad = sh->n;
 	skip_own(sh, w.span, &slot, &fp);
 	int n = recall(sh, &w, slot, fp);

@@ -64,12 +64,15 @@ struct recent {
 					 * recorder's own frames */
 };
 
-/* A kept frame's check: the two words whose values say it still holds,
- * its return address and the RBP it read for the frame outside it (its
- * return address again when it read none). */
+/* What says a kept walk still holds: each frame's return address, and
+ * the RBPs it read that a frame further out used (an RBP-based CFA)
+ * before another was read: an RBP nothing used cannot change the walk. */
 struct kcheck {
 	uintptr_t slot, ip;
+};
+struct rcheck {
 	uintptr_t at, val;
+	int m; /* the frame that read it */
 };
 
 struct shadow {
@@ -88,9 +91,14 @@ struct shadow {
 			  * more */
 	struct kframe keep[2 * KEEP_MAX];
 	/* made with keep[0..n) as it is kept: the checks of its frames,
-	 * outermost first, and their return addresses innermost first
+	 * outermost first, those of the RBPs it used, rcheck[0..nr) by
+	 * frame, whether frame m's RBP was used (from frame m outwards,
+	 * before a reload), and the return addresses innermost first
 	 * (ending at rip[KEEP_MAX - 1]), to copy a reused part out whole */
 	struct kcheck check[KEEP_MAX];
+	struct rcheck rcheck[KEEP_MAX];
+	int nr;
+	uint8_t fp_live[KEEP_MAX];
 	uintptr_t rip[KEEP_MAX];
 	struct own own[OWN_WAYS];
 	int own_next;   /* the way to replace */
