@@ -312,6 +312,127 @@ static NOINLINE void twins(void)
 		twin[i % 3 == 1]();
 }
 
+/* A frame with an RBP-based CFA (rbp_f, by its alloca) at another depth,
+ * the frames inside it where they were: rbp_x's frame is larger than
+ * rbp_y's and rbp_f's alloca smaller by as much.  rbp_x never writes the
+ * word where rbp_f's return address into rbp_y lay, so every return
+ * address the kept walk read is still in place; only the RBP saved by
+ * rbp_inner (rbp_f's frame base) tells the two stacks apart. */
+enum { RBP_PAD = 2048 };
+static int rbp_probing;        /* rbp_inner notes where it is, no more */
+static uintptr_t rbp_inner_at; /* rbp_inner's frame */
+static uintptr_t rbp_slot, rbp_ret; /* rbp_f's return address: where, what */
+static uintptr_t rbp_old_slot;      /* rbp_slot on the first path */
+static uintptr_t rbp_old_word;      /* what it held, seen from rbp_inner */
+
+/* -O0: it saves rbp_f's RBP and sets its own, which is the same on both
+ * paths, so that only the saved one differs */
+static O0 int rbp_inner(void)
+{
+	rbp_inner_at = (uintptr_t)__builtin_frame_address(0);
+	if (rbp_old_slot)
+		rbp_old_word = *(volatile uintptr_t *)rbp_old_slot;
+	if (rbp_probing)
+		return 0;
+	return compare();
+}
+
+static NOINLINE int rbp_f(int n)
+{
+	volatile char *p = alloca((size_t)n);
+	p[0] = 1;
+	rbp_slot = (uintptr_t)__builtin_frame_address(0) + 8;
+	rbp_ret = (uintptr_t)__builtin_return_address(0);
+	int r = rbp_inner();
+	BARRIER();
+	return r + p[0];
+}
+
+/* pad is never written, but escapes: the compiler keeps all of it */
+static NOINLINE int rbp_y(int n)
+{
+	char pad[64];
+	__asm__ volatile("" : : "r"(pad) : "memory");
+	int r = rbp_f(n);
+	BARRIER();
+	return r;
+}
+
+static NOINLINE int rbp_x(int n)
+{
+	char pad[RBP_PAD]; /* where rbp_y's frame and rbp_f's slot were */
+	__asm__ volatile("" : : "r"(pad) : "memory");
+	int r = rbp_f(n);
+	BARRIER();
+	return r;
+}
+
+static int (*volatile rbp_path[2])(int) = { rbp_y, rbp_x };
+
+/* one call site for both paths: one return address into rbp_z */
+static NOINLINE int rbp_z(int path, int n)
+{
+	int r = rbp_path[path](n);
+	BARRIER();
+	return r;
+}
+
+/* called through a pointer: no copy of rbp_z made for constant arguments */
+static int (*volatile rbp_zp)(int, int) = rbp_z;
+/* a loop of two the compiler cannot unroll: one call site */
+static volatile int rbp_runs = 2;
+
+static NOINLINE void rbp_moved(void)
+{
+	const int n1 = RBP_PAD + 512;
+	int n[2] = { n1, 0 };
+	uintptr_t at[2], word = 0, old_ret;
+	/* find the alloca that puts rbp_inner where it was on the first
+	 * path, with the old return address still in its old place: frame
+	 * sizes are the compiler's */
+	rbp_probing = 1;
+	rbp_old_slot = 0;
+	rbp_zp(0, n1);
+	at[0] = rbp_inner_at;
+	rbp_old_slot = rbp_slot;
+	old_ret = rbp_ret;
+	for (int k = 8; k <= n1 + RBP_PAD && !n[1]; k += 8) {
+		rbp_zp(1, k);
+		if (rbp_inner_at == at[0] && rbp_old_word == old_ret &&
+		    rbp_slot != rbp_old_slot)
+			n[1] = k;
+	}
+	rbp_probing = 0;
+	cases++;
+	if (!n[1]) {
+		fprintf(stderr, "FAIL %s: no alloca puts the inner frames "
+			"where they were (last %#lx, wanted %#lx, old return "
+			"address %s)\n", where, (unsigned long)rbp_inner_at,
+			(unsigned long)at[0],
+			rbp_old_word == old_ret ? "kept" : "overwritten");
+		failures++;
+		return;
+	}
+	/* the first path leaves its walk kept; the second one's first fast
+	 * capture must not take the outer part of it */
+	ONE_CALL_SITE
+	for (int i = 0; i < rbp_runs; i++) {
+		rbp_zp(i, n[i]);
+		at[i] = rbp_inner_at;
+		word = rbp_old_word;
+	}
+	rbp_old_slot = 0;
+	/* the case is the one meant only if all of that held in the
+	 * captures too */
+	if (at[1] != at[0] || word != old_ret || rbp_ret == old_ret) {
+		fprintf(stderr, "FAIL %s: inner frames at %#lx then %#lx, old "
+			"return address %s\n", where, (unsigned long)at[0],
+			(unsigned long)at[1],
+			word == old_ret ? "kept" : "overwritten");
+		failures++;
+	}
+}
+
 /* truncated captures: fewer frames asked for than the stack has */
 static NOINLINE int rec_trunc(int d, int max)
 {
@@ -375,6 +496,8 @@ static void run_all(void)
 	stale();
 	where = "one first frame, two paths";
 	twins();
+	where = "frame with an RBP-based CFA moved";
+	rbp_moved();
 	where = "truncated";
 	for (int d = 1; d <= 40; d += 3)
 		for (int max = 1; max <= 12; max += 5)
