@@ -147,6 +147,8 @@ static size_t py_bound(struct py_stack *py)
 	if (!py || !py->n)
 		return HS_PY_AT_MAX;
 	int m = py->n - py->common;
+	if (!m) /* the frames of the thread's last Python stack */
+		return HS_PY_AT_MAX;
 	return python_codes_need(py->t->raw, m, py->codes) +
 	       (size_t)m * HS_PY_FRAME_MAX + HS_PY_AT_MAX;
 }
@@ -159,7 +161,7 @@ stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 	 struct py_stack *py, uint8_t **pp, int *fresh)
 {
 	if (!py || !py->n || !n) {
-		uint32_t id = w ? stacks_known(w->key) : 0;
+		uint32_t id = w ? stacks_known(w->key, 0) : 0;
 		if (!id)
 			id = stacks_intern(ips, n, w, 0, pp, fresh);
 		if (__builtin_expect(python_on(), 0) && id)
@@ -167,9 +169,12 @@ stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 		return id;
 	}
 	int m = py->n - py->common;
-	*pp = python_codes_put(py->t->raw, m, py->codes, *pp);
+	if (m)
+		*pp = python_codes_put(py->t->raw, m, py->codes, *pp);
 	uint32_t python = stacks_py_intern(py->t, py->codes, py->common, pp);
-	uint32_t id = stacks_intern(ips, n, w, python != 0, pp, fresh);
+	uint32_t id = w && w->key ? stacks_known(w->key, python != 0) : 0;
+	if (!id)
+		id = stacks_intern(ips, n, w, python != 0, pp, fresh);
 	if (id)
 		*pp = stacks_py_at(python, *pp);
 	return id;

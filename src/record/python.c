@@ -189,6 +189,20 @@ static inline unsigned py_seek(const uint8_t *fr)
 	return (unsigned)((uintptr_t)fr >> 6) & (PY_SEEK - 1);
 }
 
+/* Whether frame fr is where visit v saw a frame and holds what it read. */
+static inline __attribute__((always_inline)) int
+visit_same(const struct py_layout *L, const uint8_t *fr,
+	   const struct py_visit *v)
+{
+	if ((uintptr_t)fr != v->fr)
+		return 0;
+	const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
+	return (uintptr_t)code == v->code &&
+	       (uintptr_t)AT(fr, L->fr_instr, const uint8_t *) == v->instr &&
+	       AT(code, L->co_linetable, uintptr_t) == v->lines &&
+	       frame_flags(L, fr) == (v->flags & 0xffff);
+}
+
 /* The chain from fr, whose visit matched last->v[s], is last's from there
  * to its end: every frame is where last saw it and holds what it read. */
 static inline __attribute__((always_inline)) int
@@ -200,15 +214,65 @@ rest_same(const struct py_layout *L, const uint8_t *fr,
 		fr = AT(fr, L->fr_previous, const uint8_t *);
 		if (++v == end)
 			return fr == NULL;
-		if ((uintptr_t)fr != v->fr)
-			return 0;
-		const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
-		if ((uintptr_t)code != v->code ||
-		    (uintptr_t)AT(fr, L->fr_instr, const uint8_t *) != v->instr ||
-		    AT(code, L->co_linetable, uintptr_t) != v->lines ||
-		    frame_flags(L, fr) != (v->flags & 0xffff))
+		if (!visit_same(L, fr, v))
 			return 0;
 	}
+}
+
+/* A frame's instruction offset in code units, as its place is kept. */
+static inline long kept_units(long units)
+{
+	if (units < 0)
+		return 0;
+	return units < 1L << 30 ? units : (1L << 30) - 1;
+}
+
+/* The captures of a thread are mostly at the place of the one before
+ * (half of them, in a loop that makes small objects), or in the same
+ * function and chain with only the innermost frame further on.  Then:
+ * nothing is read anew (*common PY_SAME, last's frames), or now is last
+ * with that frame's place changed (*common: all but that frame).  -1 when
+ * the chain is otherwise. */
+static inline __attribute__((always_inline)) int
+moved(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
+      const struct py_trail *last, int *common)
+{
+	const struct py_visit *v = last->v;
+	if ((uintptr_t)fr != v->fr)
+		return -1;
+	const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
+	uintptr_t instr = AT(fr, L->fr_instr, uintptr_t);
+	/* the innermost visit has no entry pending (flags as read) */
+	if ((uintptr_t)code != v->code ||
+	    AT(code, L->co_linetable, uintptr_t) != v->lines ||
+	    frame_flags(L, fr) != v->flags || !rest_same(L, fr, last, 0))
+		return -1;
+	if (instr == v->instr) {
+		*common = PY_SAME;
+		return last->n;
+	}
+	/* begun then and now: the frame put out first, then as now */
+	uintptr_t start = v->code + L->co_code;
+	long units = (long)(instr - start) / 2;
+	long was = (long)(v->instr - start) / 2;
+	int first = AT(code, L->co_firsttraceable, int);
+	if ((AT(fr, L->fr_owner, uint8_t) != L->owner_generator &&
+	     (units < first || was < first)) ||
+	    !last->n || last->raw[0].code != v->code ||
+	    last->raw[0].where >> 2 != (uint64_t)kept_units(was))
+		return -1;
+	units = kept_units(units);
+	int n = last->n;
+	memcpy(now->raw, last->raw, (size_t)n * sizeof(*now->raw));
+	memcpy(now->v, last->v, (size_t)last->seen * sizeof(*now->v));
+	if (last->seen >= PY_SEEK_MIN)
+		memcpy(now->seek, last->seek, sizeof(now->seek));
+	now->raw[0].where = PY_WHERE(units, last->raw[0].where & 3);
+	now->v[0].instr = instr;
+	now->n = n;
+	now->seen = last->seen;
+	*common = n - 1;
+	return n;
 }
 
 /* python_capture with the layout L, inlined where L is a constant so that
@@ -230,6 +294,11 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 	const uint8_t *cframe = AT(ts, L->ts_cframe, const uint8_t *);
 	const uint8_t *fr = cframe ? AT(cframe, L->cf_frame, const uint8_t *)
 				   : NULL;
+	if (last && last->seen > 0) {
+		int n = moved(L, fr, now, last, common);
+		if (n >= 0)
+			return n;
+	}
 	int n = 0, pending_entry = 0, seen = 0, fresh = -1;
 	/* last's frames may be met: in a chain deep enough for it to pay */
 	int seek = last && last->seen >= PY_SEEK_MIN;
@@ -292,10 +361,7 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 		    units < AT(code, L->co_firsttraceable, int)) {
 			pending_entry |= entry;
 		} else {
-			if (units < 0)
-				units = 0;
-			if (units >= 1L << 30)
-				units = (1L << 30) - 1;
+			units = kept_units(units);
 			f[n].code = (uintptr_t)code;
 			f[n].lines = lines;
 			f[n].where = PY_WHERE(units, entry ? HS_PY_ENTRY : 0);

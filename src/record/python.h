@@ -67,6 +67,9 @@ struct py_trail {
  * no call into Python. */
 int python_capture(struct py_trail *now, const struct py_trail *last,
 		   int *common);
+/* python_capture's *common when the chain is last's, frame for frame and
+ * word for word: now was not written, last's frames are the capture's. */
+#define PY_SAME (-2)
 
 /* The native stack ips[0..n) of a thread that runs Python, without the
  * interpreter's own frames outside its innermost eval loop frame

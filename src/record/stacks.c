@@ -298,6 +298,11 @@ int stacks_py_capture(const struct py_trail **now, int *common)
 	struct py_trail *t = &pp->t[!pp->cur];
 	int n = python_capture(t, last, common);
 	*now = t;
+	if (*common == PY_SAME) {
+		*now = last;
+		*common = n;
+		return n;
+	}
 	if (n && *common < 0) { /* by the frames put out */
 		const struct py_raw *f = t->raw;
 		int m = last->n, k = 0;
@@ -323,9 +328,9 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 	const struct py_raw *f = now->raw;
 	uint32_t ids[PY_DEPTH];
 	int n = now->n, m = last->n;
-	/* not the trail stacks_py_capture gave (a fork in between emptied
-	 * the cache): no frame known */
-	if (now == last || common > m)
+	/* now is last: the same frames (PY_SAME), or a fork in between
+	 * emptied the cache (both empty then) */
+	if (common > m)
 		common = 0;
 	path_py->cur = (int)(now - path_py->t);
 	if (common == n && n == m)

@@ -21,7 +21,8 @@ int stacks_reset(void);
 /* Python frames (python.h) as a node of a tree of their own, written as
  * HS_EXT_PY_FRAME records:
  * - stacks_py_capture: the calling thread's frames, captured into *now
- *   (a trail of the thread's cache, now->raw[0..n), innermost first),
+ *   (a trail of the thread's cache, now->raw[0..n), innermost first;
+ *   the previous one itself when the chain is as that one read it),
  *   and how many outer frames its previous Python stack had the same
  *   (*common: reused without a lookup); 0 frames when the thread has no
  *   cache (its Python frames are then left out).  No lock needed;
@@ -50,8 +51,8 @@ uint32_t stacks_intern(const uintptr_t *ips, int n,
  * node for each pair: 800,000 for `import torch`).  Returns the end. */
 uint8_t *stacks_py_at(uint32_t python, uint8_t *p);
 
-/* The id of the stack the calling thread interned with this key before;
- * else 0 (stacks_intern then).  Inline, with its table: every allocation
+/* The id of the stack the calling thread interned with this key (and
+ * trimmed, as stacks_intern's) before; else 0 (stacks_intern then).  Inline, with its table: every allocation
  * asks.  An empty entry has key 0 and id 0. */
 struct stacks_keyed {
 	uint64_t key;
@@ -60,13 +61,13 @@ struct stacks_keyed {
 #define STACKS_KEYED (1u << UNWIND_WALK_BITS) /* one per unwinder walk */
 extern __thread struct stacks_keyed *stacks_keyed HS_TLS; /* or NULL */
 
-static inline uint32_t stacks_known(uint64_t key)
+static inline uint32_t stacks_known(uint64_t key, int trimmed)
 {
 	const struct stacks_keyed *k = stacks_keyed;
 	if (!k)
 		return 0;
 	k += key & (STACKS_KEYED - 1);
-	return k->key == key && !k->trimmed ? k->id : 0;
+	return k->key == key && k->trimmed == (uint32_t)trimmed ? k->id : 0;
 }
 
 #endif
