@@ -121,6 +121,7 @@ struct event {
  * whose threads have room for them. */
 struct py_stack {
 	int n, common;
+	int new_codes; /* codes not in the trace yet (py_bound) */
 	const struct py_trail *t; /* the frames: t->raw[0..n) */
 	uint32_t codes[PY_DEPTH];
 };
@@ -147,10 +148,12 @@ static size_t py_bound(struct py_stack *py)
 	if (!py || !py->n)
 		return HS_PY_AT_MAX;
 	int m = py->n - py->common;
+	py->new_codes = 0;
 	if (!m) /* the frames of the thread's last Python stack */
 		return HS_PY_AT_MAX;
-	return python_codes_need(py->t->raw, m, py->codes) +
-	       (size_t)m * HS_PY_FRAME_MAX + HS_PY_AT_MAX;
+	size_t need = python_codes_need(py->t->raw, m, py->codes);
+	py->new_codes = need != 0;
+	return need + (size_t)m * HS_PY_FRAME_MAX + HS_PY_AT_MAX;
 }
 
 /* Lock held, room reserved (py_bound): the id of the stack ips[0..n),
@@ -169,7 +172,7 @@ stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 		return id;
 	}
 	int m = py->n - py->common;
-	if (m)
+	if (py->new_codes)
 		*pp = python_codes_put(py->t->raw, m, py->codes, *pp);
 	uint32_t python = stacks_py_intern(py->t, py->codes, py->common, pp);
 	uint32_t id = w && w->key ? stacks_known(w->key, python != 0) : 0;

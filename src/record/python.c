@@ -263,8 +263,13 @@ moved(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
 		return -1;
 	units = kept_units(units);
 	int n = last->n;
-	memcpy(now->raw, last->raw, (size_t)n * sizeof(*now->raw));
-	memcpy(now->v, last->v, (size_t)last->seen * sizeof(*now->v));
+	if (last->seen <= 4) { /* most: in moves of a constant size */
+		memcpy(now->raw, last->raw, 4 * sizeof(*now->raw));
+		memcpy(now->v, last->v, 4 * sizeof(*now->v));
+	} else {
+		memcpy(now->raw, last->raw, (size_t)n * sizeof(*now->raw));
+		memcpy(now->v, last->v, (size_t)last->seen * sizeof(*now->v));
+	}
 	if (last->seen >= PY_SEEK_MIN)
 		memcpy(now->seek, last->seek, sizeof(now->seek));
 	now->raw[0].where = PY_WHERE(units, last->raw[0].where & 3);

@@ -319,10 +319,10 @@ int stacks_py_capture(const struct py_trail **now, int *common)
 	return n;
 }
 
-uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
-			  int common, uint8_t **pp)
+static __attribute__((noinline)) uint32_t
+py_intern(struct cache *c, const struct py_trail *now, const uint32_t *codes,
+	  int common, uint8_t **pp)
 {
-	struct cache *c = thread_cache();
 	struct py_path *path_py = &c->py;
 	const struct py_trail *last = &path_py->t[path_py->cur];
 	const struct py_raw *f = now->raw;
@@ -362,6 +362,17 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 	}
 	memcpy(path_py->ids, ids, (size_t)n * sizeof(*ids));
 	return n ? ids[0] : 0;
+}
+
+uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
+			  int common, uint8_t **pp)
+{
+	struct cache *c = thread_cache();
+	const struct py_path *path_py = &c->py;
+	/* the thread's last Python stack (PY_SAME): nothing else to do */
+	if (now == &path_py->t[path_py->cur] && common == now->n)
+		return common ? path_py->ids[0] : 0;
+	return py_intern(c, now, codes, common, pp);
 }
 
 /* Stack ips[0..n) without what its Python frames stand for
