@@ -121,7 +121,8 @@ struct event {
  * whose threads have room for them. */
 struct py_stack {
 	int n, common;
-	int new_codes; /* codes not in the trace yet (py_bound) */
+	uint32_t code0; /* stacks_py_capture's */
+	int new_codes;  /* codes not in the trace yet (py_bound) */
 	const struct py_trail *t; /* the frames: t->raw[0..n) */
 	uint32_t codes[PY_DEPTH];
 };
@@ -129,7 +130,7 @@ struct py_stack {
 /* The calling thread's Python frames into py (stacks_py_capture). */
 static inline void py_capture(struct py_stack *py)
 {
-	py->n = stacks_py_capture(&py->t, &py->common);
+	py->n = stacks_py_capture(&py->t, &py->common, &py->code0);
 }
 
 /* Lock held: the bytes the records of py's frames may take: in a
@@ -151,6 +152,10 @@ static size_t py_bound(struct py_stack *py)
 	py->new_codes = 0;
 	if (!m) /* the frames of the thread's last Python stack */
 		return HS_PY_AT_MAX;
+	if (m == 1 && py->code0) { /* its innermost frame moved on */
+		py->codes[0] = py->code0;
+		return HS_PY_FRAME_MAX + HS_PY_AT_MAX;
+	}
 	size_t need = python_codes_need(py->t->raw, m, py->codes);
 	py->new_codes = need != 0;
 	return need + (size_t)m * HS_PY_FRAME_MAX + HS_PY_AT_MAX;

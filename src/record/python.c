@@ -229,10 +229,9 @@ static inline long kept_units(long units)
 
 /* The captures of a thread are mostly at the place of the one before
  * (half of them, in a loop that makes small objects), or in the same
- * function and chain with only the innermost frame further on.  Then:
- * nothing is read anew (*common PY_SAME, last's frames), or now is last
- * with that frame's place changed (*common: all but that frame).  -1 when
- * the chain is otherwise. */
+ * function and chain with only the innermost frame further on.  Then
+ * nothing is read anew: *common is PY_SAME, or PY_MOVED (python.h).  -1
+ * when the chain is otherwise. */
 static inline __attribute__((always_inline)) int
 moved(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
       const struct py_trail *last, int *common)
@@ -261,23 +260,13 @@ moved(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
 	    !last->n || last->raw[0].code != v->code ||
 	    last->raw[0].where >> 2 != (uint64_t)kept_units(was))
 		return -1;
-	units = kept_units(units);
-	int n = last->n;
-	if (last->seen <= 4) { /* most: in moves of a constant size */
-		memcpy(now->raw, last->raw, 4 * sizeof(*now->raw));
-		memcpy(now->v, last->v, 4 * sizeof(*now->v));
-	} else {
-		memcpy(now->raw, last->raw, (size_t)n * sizeof(*now->raw));
-		memcpy(now->v, last->v, (size_t)last->seen * sizeof(*now->v));
-	}
-	if (last->seen >= PY_SEEK_MIN)
-		memcpy(now->seek, last->seek, sizeof(now->seek));
-	now->raw[0].where = PY_WHERE(units, last->raw[0].where & 3);
+	/* now holds the move only: its innermost frame and visit */
+	now->raw[0] = last->raw[0];
+	now->raw[0].where = PY_WHERE(kept_units(units),
+				     last->raw[0].where & 3);
 	now->v[0].instr = instr;
-	now->n = n;
-	now->seen = last->seen;
-	*common = n - 1;
-	return n;
+	*common = PY_MOVED;
+	return last->n;
 }
 
 /* python_capture with the layout L, inlined where L is a constant so that

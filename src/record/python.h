@@ -68,8 +68,12 @@ struct py_trail {
 int python_capture(struct py_trail *now, const struct py_trail *last,
 		   int *common);
 /* python_capture's *common when the chain is last's, frame for frame and
- * word for word: now was not written, last's frames are the capture's. */
+ * word for word: now was not written, last's frames are the capture's;
+ * PY_MOVED: the same but for the place of the innermost frame, which
+ * has begun then and now: last with now->raw[0] and now->v[0].instr for
+ * its own (nothing else of now written). */
 #define PY_SAME (-2)
+#define PY_MOVED (-3)
 
 /* The native stack ips[0..n) of a thread that runs Python, without the
  * interpreter's own frames outside its innermost eval loop frame

@@ -53,6 +53,11 @@ struct py_path {
 	int cur;
 	struct py_trail t[2];
 	uint32_t ids[PY_DEPTH];
+	uint32_t code0; /* the trace id of t[cur].raw[0]'s code; 0: none */
+	/* a capture's PY_MOVED, until its stack is interned */
+	int moved;
+	uint64_t where;
+	uintptr_t instr;
 };
 
 /* The nodes of the unwinder's kept walk (unwind.h), frame by frame from
@@ -288,9 +293,11 @@ static struct path *path_of(const uintptr_t *ips, int n)
 
 /* ---- Python frames ---- */
 
-int stacks_py_capture(const struct py_trail **now, int *common)
+int stacks_py_capture(const struct py_trail **now, int *common,
+		      uint32_t *code0)
 {
 	struct cache *c = thread_cache();
+	*code0 = 0;
 	if (!c)
 		return 0;
 	struct py_path *pp = &c->py;
@@ -298,9 +305,19 @@ int stacks_py_capture(const struct py_trail **now, int *common)
 	struct py_trail *t = &pp->t[!pp->cur];
 	int n = python_capture(t, last, common);
 	*now = t;
+	pp->moved = 0;
 	if (*common == PY_SAME) {
 		*now = last;
 		*common = n;
+		return n;
+	}
+	if (*common == PY_MOVED) { /* applied by stacks_py_intern */
+		pp->moved = 1;
+		pp->where = t->raw[0].where;
+		pp->instr = t->v[0].instr;
+		*now = last;
+		*common = n - 1;
+		*code0 = pp->code0;
 		return n;
 	}
 	if (n && *common < 0) { /* by the frames put out */
@@ -317,6 +334,30 @@ int stacks_py_capture(const struct py_trail **now, int *common)
 		*common = k;
 	}
 	return n;
+}
+
+/* The node of Python frame f under parent, its record written if it is
+ * new; 0 when the table cannot grow (the thread's trails are emptied). */
+static inline uint32_t py_node(struct cache *c, uint32_t parent, uint32_t code,
+			       uint64_t where, uint8_t **pp)
+{
+	uint64_t key = (uint64_t)code << 32 | where;
+	struct near *e = near_slot(c->py_near, PY_NEAR_BITS, parent, key);
+	if (near_is(e, parent, key))
+		return e->id;
+	int is_new;
+	uint32_t id = stackmap_intern(py_table, parent, key, &is_new);
+	*e = (struct near){ key, parent, id };
+	if (!id) {
+		struct py_path *path_py = &c->py;
+		hs_fail("out of memory for the stack table", ENOMEM);
+		path_py->t[0].n = path_py->t[1].n = 0;
+		path_py->t[0].seen = path_py->t[1].seen = -1;
+		return 0;
+	}
+	if (is_new)
+		*pp = enc_py_frame(*pp, id, parent, code, where >> 2, where & 3);
+	return id;
 }
 
 static __attribute__((noinline)) uint32_t
@@ -339,28 +380,11 @@ py_intern(struct cache *c, const struct py_trail *now, const uint32_t *codes,
 		ids[n - 1 - k] = path_py->ids[m - 1 - k];
 	for (int i = n - 1 - common; i >= 0; i--) {
 		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
-		uint64_t key = (uint64_t)codes[i] << 32 | f[i].where;
-		struct near *e = near_slot(c->py_near, PY_NEAR_BITS, parent,
-					   key);
-		if (near_is(e, parent, key)) {
-			ids[i] = e->id;
-			continue;
-		}
-		int is_new;
-		uint32_t id = stackmap_intern(py_table, parent, key, &is_new);
-		*e = (struct near){ key, parent, id };
-		if (!id) {
-			hs_fail("out of memory for the stack table", ENOMEM);
-			path_py->t[0].n = path_py->t[1].n = 0;
-			path_py->t[0].seen = path_py->t[1].seen = -1;
+		if (!(ids[i] = py_node(c, parent, codes[i], f[i].where, pp)))
 			return 0;
-		}
-		if (is_new)
-			*pp = enc_py_frame(*pp, id, parent, codes[i],
-					   f[i].where >> 2, f[i].where & 3);
-		ids[i] = id;
 	}
 	memcpy(path_py->ids, ids, (size_t)n * sizeof(*ids));
+	path_py->code0 = n > common ? codes[0] : 0; /* else not looked up */
 	return n ? ids[0] : 0;
 }
 
@@ -369,9 +393,26 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 {
 	struct cache *c = thread_cache();
 	const struct py_path *path_py = &c->py;
-	/* the thread's last Python stack (PY_SAME): nothing else to do */
-	if (now == &path_py->t[path_py->cur] && common == now->n)
-		return common ? path_py->ids[0] : 0;
+	struct py_trail *last = &c->py.t[path_py->cur];
+	if (now == last) {
+		int n = last->n;
+		/* the thread's last Python stack (PY_SAME) */
+		if (common == n)
+			return n ? path_py->ids[0] : 0;
+		/* that with its innermost frame further on (PY_MOVED); not
+		 * if a handler's stack was interned since its capture */
+		if (c->py.moved && common == n - 1) {
+			struct py_path *mp = &c->py;
+			mp->moved = 0;
+			last->raw[0].where = mp->where;
+			last->v[0].instr = mp->instr;
+			uint32_t id = py_node(c, n > 1 ? mp->ids[1] : 0, codes[0],
+					      mp->where, pp);
+			mp->ids[0] = id;
+			mp->code0 = codes[0];
+			return id;
+		}
+	}
 	return py_intern(c, now, codes, common, pp);
 }
 

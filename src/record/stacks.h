@@ -22,14 +22,18 @@ int stacks_reset(void);
  * HS_EXT_PY_FRAME records:
  * - stacks_py_capture: the calling thread's frames, captured into *now
  *   (a trail of the thread's cache, now->raw[0..n), innermost first;
- *   the previous one itself when the chain is as that one read it),
+ *   the previous one itself when the chain is that one's, or that one's
+ *   with its innermost frame further on, which stacks_py_intern moves),
  *   and how many outer frames its previous Python stack had the same
- *   (*common: reused without a lookup); 0 frames when the thread has no
- *   cache (its Python frames are then left out).  No lock needed;
+ *   (*common: reused without a lookup); *code0: when only the innermost
+ *   frame is new, in the code of the one it replaces, that code's trace
+ *   id (else 0); 0 frames when the thread has no cache (its Python frames
+ *   are then left out).  No lock needed;
  * - stacks_py_intern, lock held: the innermost node's id, codes[] the
  *   trace ids of the frames' codes (python_codes_put); 0 when the table
  *   cannot grow.  *now becomes the thread's previous Python stack. */
-int stacks_py_capture(const struct py_trail **now, int *common);
+int stacks_py_capture(const struct py_trail **now, int *common,
+		      uint32_t *code0);
 uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 			  int common, uint8_t **pp);
 
