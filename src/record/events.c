@@ -137,7 +137,8 @@ static inline void py_capture(struct py_stack *py)
  * process that runs Python, every stack may need an HS_EXT_PY_AT, with
  * frames or without (py NULL or py->n 0; py->n is set to 0 when the
  * thread cannot have them). */
-static size_t py_bound(struct py_stack *py)
+static inline __attribute__((always_inline)) size_t
+py_bound(struct py_stack *py)
 {
 	/* capture off since the frames were read (a failed probe on another
 	 * thread): none are written, and none are reserved */

@@ -106,10 +106,9 @@ static __thread struct {
 	struct path last; /* without a cache: the previous stack */
 	int done;         /* the thread is ending: no cache any more */
 	struct cache *cache;
-	uint32_t py_at;   /* 1 + the Python node of the thread's last
-			   * HS_EXT_PY_AT; 0: none written yet */
 } path HS_TLS;
 __thread struct stacks_keyed *stacks_keyed HS_TLS;
+__thread uint32_t stacks_py_at_last HS_TLS;
 
 static struct stackmap *table;
 static struct stackmap *py_table; /* Python frame nodes, ids of their own */
@@ -139,7 +138,7 @@ int stacks_create(void)
 int stacks_reset(void)
 {
 	path.last.n = 0;
-	path.py_at = 0;
+	stacks_py_at_last = 0;
 	/* zero pages again, resident as they are used */
 	if (path.cache &&
 	    madvise(path.cache, sizeof(struct cache), MADV_DONTNEED))
@@ -428,11 +427,9 @@ static uint32_t intern_trimmed(struct cache *c, const uintptr_t *ips, int n,
 	return intern_path(c ? path_of(v, m) : &path.last, v, m, pp, fresh);
 }
 
-uint8_t *stacks_py_at(uint32_t python, uint8_t *p)
+uint8_t *stacks_py_at_put(uint32_t python, uint8_t *p)
 {
-	if (path.py_at == python + 1)
-		return p;
-	path.py_at = python + 1;
+	stacks_py_at_last = python + 1;
 	return enc_py_at(p, python);
 }
 

@@ -52,8 +52,17 @@ uint32_t stacks_intern(const uintptr_t *ips, int n,
  * the thread's stacks were last said to be.  A reader keeps one Python
  * node per thread: a native stack is joined to its thread's Python
  * stack where it is read, not in the recorder's tree (which would keep a
- * node for each pair: 800,000 for `import torch`).  Returns the end. */
-uint8_t *stacks_py_at(uint32_t python, uint8_t *p);
+ * node for each pair: 800,000 for `import torch`).  Returns the end.
+ * Inline: every stack of a process that runs Python asks. */
+extern __thread uint32_t stacks_py_at_last HS_TLS; /* 1 + the last one's
+						    * node; 0: none yet */
+uint8_t *stacks_py_at_put(uint32_t python, uint8_t *p);
+static inline uint8_t *stacks_py_at(uint32_t python, uint8_t *p)
+{
+	if (stacks_py_at_last == python + 1)
+		return p;
+	return stacks_py_at_put(python, p);
+}
 
 /* The id of the stack the calling thread interned with this key (and
  * trimmed, as stacks_intern's) before; else 0 (stacks_intern then).  Inline, with its table: every allocation
