@@ -180,6 +180,10 @@ static int probe(const uint8_t *ts)
 static inline __attribute__((always_inline)) uint32_t
 frame_flags(const struct py_layout *L, const uint8_t *fr)
 {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (L->fr_owner == L->fr_entry + 1) /* 3.11's: one load */
+		return AT(fr, L->fr_entry, uint16_t);
+#endif
 	return AT(fr, L->fr_entry, uint8_t) |
 	       (uint32_t)AT(fr, L->fr_owner, uint8_t) << 8;
 }
