@@ -34,6 +34,9 @@
 #define HS_ENV_MALLINFO "HEAPSLOPE_MALLINFO" /* when marks read mallinfo2 */
 enum hs_mallinfo { HS_MALLINFO_NEVER, HS_MALLINFO_AUTO, HS_MALLINFO_ALWAYS };
 #define HS_MALLINFO_DEFAULT HS_MALLINFO_AUTO
+/* tests only: ms the writer waits, its lock given away, each time it finds
+ * a buffer handed over (a writer the scheduler holds up; 0: none) */
+#define HS_ENV_TEST_WRITER_STALL "HEAPSLOPE_TEST_WRITER_STALL"
 #define HS_ENV_UNWIND "HEAPSLOPE_UNWIND" /* unwinder; unset: the default */
 #define HS_UNWIND_FAST "fast"
 #define HS_UNWIND_LIBUNWIND "libunwind"

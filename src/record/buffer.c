@@ -68,8 +68,17 @@ uint8_t *buffer_reserve(size_t n)
 		hs_live->on = 0;
 		return NULL;
 	}
-	while (B.pending && hs_live->on)
-		wakeup_wait(&B.space, &hs_rec.lock, hs_tid(), 0);
+	while (B.pending && hs_live->on) {
+		int self = hs_tid();
+		/* the writer itself (a tick, sample or module record): only it
+		 * would end the wait, so it writes the pending buffer now */
+		if (writer_self(self)) {
+			if (writer_write_pending())
+				return NULL;
+			continue;
+		}
+		wakeup_wait(&B.space, &hs_rec.lock, self, 0);
+	}
 	if (!hs_live->on)
 		return NULL;
 	swap();

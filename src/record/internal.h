@@ -144,6 +144,10 @@ void writer_join(void);
 int writer_running(void);
 /* A forked child has no writer. */
 void writer_forget(void);
+/* Lock held, on the writer thread (writer_self), a buffer pending:
+ * writes it, giving the lock away meanwhile; -1 if that failed. */
+int writer_write_pending(void);
+int writer_self(int self);
 /* Wakes it: a buffer was handed over (all: or recording stopped). */
 void writer_wake(int all);
 /* Compresses n bytes of records into a chunk at dst, of cap >=

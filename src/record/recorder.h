@@ -76,6 +76,7 @@ struct settings {
 			       * (cxx.c): the allocator underneath has
 			       * operators of its own, which never reach
 			       * malloc */
+	int writer_stall_ms;  /* HS_ENV_TEST_WRITER_STALL */
 };
 extern struct settings hs_settings;
 

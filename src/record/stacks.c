@@ -368,8 +368,7 @@ py_intern(struct cache *c, const struct py_trail *now, const uint32_t *codes,
 	const struct py_raw *f = now->raw;
 	uint32_t ids[PY_DEPTH];
 	int n = now->n, m = last->n;
-	/* now is last: the same frames (PY_SAME), or a fork in between
-	 * emptied the cache (both empty then) */
+	/* a fork in between (from a handler) emptied the cache: none */
 	if (common > m)
 		common = 0;
 	path_py->cur = (int)(now - path_py->t);
@@ -398,8 +397,9 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 		/* the thread's last Python stack (PY_SAME) */
 		if (common == n)
 			return n ? path_py->ids[0] : 0;
-		/* that with its innermost frame further on (PY_MOVED); not
-		 * if a handler's stack was interned since its capture */
+		/* that with its innermost frame further on (PY_MOVED); a
+		 * handler's event on this thread has no Python frames
+		 * (rec_nested), so no other capture came in between */
 		if (c->py.moved && common == n - 1) {
 			struct py_path *mp = &c->py;
 			mp->moved = 0;

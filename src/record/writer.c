@@ -1,7 +1,9 @@
 /* The writer thread: compresses the buffers handed over into chunks and
  * writes them, flushes at least twice a second, takes the periodic
  * samples and notices new modules.  Allocating threads never compress. */
+#include <errno.h>
 #include <signal.h>
+#include <time.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_initStaticCCtx */
 #include <zstd.h>
 
@@ -22,6 +24,7 @@ static struct {
 	int running;
 	ZSTD_CCtx *cctx;
 	uint8_t *work;  /* room to transpose a buffer into columns */
+	int tid;        /* the writer thread's, while it runs */
 } W;
 
 /* A chunk that was compressed in place of its rows and not written: what
@@ -78,6 +81,27 @@ void write_chunk_forget(void)
 	unwritten.at = NULL;
 }
 
+int writer_self(int self)
+{
+	return __atomic_load_n(&W.tid, __ATOMIC_RELAXED) == self;
+}
+
+int writer_write_pending(void)
+{
+	struct recorder *R = &hs_rec;
+	uint8_t *src;
+	size_t n;
+	if (!buffer_pending(&src, &n))
+		return 0;
+	lock_give(&R->lock);
+	int rc = write_chunk(src, n);
+	lock_take(&R->lock, W.tid);
+	if (rc && R->fail_kind == FAIL_FD)
+		return -1; /* kept pending for trace_write_stop */
+	buffer_written();
+	return rc ? -1 : 0;
+}
+
 void writer_wake(int all)
 {
 	wakeup_signal(&W.wake, all);
@@ -109,6 +133,18 @@ static void sample(int self)
 		sampler_append(now_ns(), &s);
 }
 
+/* Tests: held up, as by a scheduler that runs the program's threads
+ * (valgrind's), while the program fills the other buffer. */
+static void stall(int self)
+{
+	int ms = hs_settings.writer_stall_ms;
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	lock_give(&hs_rec.lock);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	lock_take(&hs_rec.lock, self);
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -122,6 +158,7 @@ static void *writer_main(void *arg)
 	uint8_t *src;
 	size_t n;
 
+	__atomic_store_n(&W.tid, self, __ATOMIC_RELAXED);
 	lock_take(&R->lock, self);
 	while (hs_live->on && !(W.stop && !buffer_pending(&src, &n))) {
 		if (!buffer_pending(&src, &n) && !W.stop) {
@@ -133,6 +170,8 @@ static void *writer_main(void *arg)
 			if (!hs_live->on)
 				break;
 		}
+		if (hs_settings.writer_stall_ms && buffer_pending(&src, &n))
+			stall(self);
 		uint64_t t = now_ns();
 		if (t >= next_tick) {
 			next_tick = t + TICK_NS;
@@ -148,19 +187,15 @@ static void *writer_main(void *arg)
 		events_modules_poll();
 		lock_take(&R->lock, self);
 		buffer_flush_due(t, FLUSH_NS);
-		if (buffer_pending(&src, &n)) {
-			lock_give(&R->lock);
-			int rc = write_chunk(src, n);
-			lock_take(&R->lock, self);
-			if (rc && R->fail_kind == FAIL_FD)
-				break; /* kept pending for trace_write_stop */
-			buffer_written();
-			if (rc)
-				break;
-		}
+		if (writer_write_pending())
+			break;
 	}
 	if (R->failed)
 		trace_write_stop();
+	__atomic_store_n(&W.tid, 0, __ATOMIC_RELAXED);
+	/* under the lock: a thread waiting for room, whose wake-up from
+	 * hs_fail (sent without the lock) it may have missed, sees this */
+	buffer_unblock();
 	lock_give(&R->lock);
 	return NULL;
 }
@@ -211,4 +246,5 @@ void writer_forget(void)
 {
 	W.running = 0;
 	W.stop = 0;
+	W.tid = 0;
 }

@@ -5,8 +5,9 @@ child fork() is still making, sigaction racing fork, SA_SIGINFO with
 SIG_IGN, what sigaction reports back), a handler the recorder cannot hold
 back that allocates inside the allocator or exits while the recorder holds
 its lock, a huge environment for exec, descriptors the recorder uses that
-the program owns, cancellation, a handler on a small alternate stack, and
-a static program's descriptors.  Each behaves as it does natively."""
+the program owns, cancellation, a handler on a small alternate stack, a
+static program's descriptors, and a writer thread held up while the
+program fills the buffers.  Each behaves as it does natively."""
 import os
 import re
 import subprocess
@@ -132,6 +133,25 @@ def test_exit_on_small_altstack():
     check_eq(c.n.rc, 3, "altexit natively")
 
 
+def test_writer_stalled():
+    """The writer held up (by a scheduler that runs the program's thread
+    instead, as valgrind's does) while the program fills the other buffer
+    with a run of frees: the program waits for room, and the writer, due
+    a sample, needed room too and waited for itself.  The test knob holds
+    the writer 1 s each time it finds a buffer handed over."""
+    env = dict(os.environ, HEAPSLOPE_TEST_WRITER_STALL="1000")
+    with Case("writer held up, a run of frees") as c:
+        c.both([hprog("freerun"), "1500000"], env=env, timeout=HANG)
+        (t,) = c.traces()
+        s = dump_stats(t)
+        check_eq(s.get("complete"), "yes", "freerun: complete")
+        check_eq(s.get("counts_verified"), "yes", "freerun: verified")
+        # its own 1.5 M blocks and the array of them, whatever the C
+        # runtime adds
+        check(s.get("frees", 0) >= 1500001,
+              f"freerun: {s.get('frees')} frees recorded")
+
+
 def test_static_descriptors():
     with Case("static program's descriptors") as c:
         c.both([hprog("lsfds-static")], timeout=HANG)
@@ -149,4 +169,5 @@ if __name__ == "__main__":
            "fork-keeps-fd700": [test_fork_keeps_fd700],
            "cancel-in-malloc": [test_cancel_in_malloc],
            "exit-on-small-altstack": [test_exit_on_small_altstack],
-           "static-descriptors": [test_static_descriptors]})
+           "static-descriptors": [test_static_descriptors],
+           "writer-stalled": [test_writer_stalled]})
