@@ -300,15 +300,19 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 	if (r->fp_used && r->f[n - 1].fp != fp)
 		return -1;
 	const uintptr_t lo = w->lo, span = w->span;
-	/* outermost first, as outer_intact: slots lie between this walk's
-	 * first slot and the stack's end, as they did when read */
-	for (uint32_t m = 0; m < n; m++) {
-		const struct kframe *f = &r->f[m];
+	/* slots lie between this walk's first slot (the innermost one's)
+	 * and the stack's end, as they did when read: all are read, and
+	 * compared at once */
+	_Static_assert(RECENT_FRAMES <= 32, "live is a 32-bit mask");
+	uintptr_t differ = 0;
+	for (uint32_t m = 0; m < n; m++)
+		differ |= load(r->f[m].slot) ^ r->f[m].ip;
+	if (differ)
+		return -1;
+	for (uint32_t live = r->live; live; live &= live - 1) {
+		const struct kframe *f = &r->f[__builtin_ctz(live)];
 		uintptr_t at = f->rbp_at & ~(uintptr_t)FLAGS;
-		if (load(f->slot) != f->ip)
-			return -1;
-		if ((f->rbp_at & FP_LIVE) &&
-		    (at - lo > span || load(at) != f[-1].fp))
+		if (at - lo > span || load(at) != f[-1].fp)
 			return -1;
 	}
 	if ((int)r->out > w->max)
@@ -346,11 +350,14 @@ static void remember(struct shadow *sh, const struct walk *w)
 	 * CFA before RBP is read again: the outermost frame of a whole walk
 	 * was stepped (to its end), so nothing beyond it does */
 	int used = 0; /* frame m-1's RBP is used */
+	r->live = 0;
 	for (uint32_t m = 0; m < n; m++) {
 		struct kframe *f = &r->f[m];
 		int reloads = (f->rbp_at & ~(uintptr_t)FLAGS) != 0;
-		if (reloads && used)
+		if (reloads && used) {
 			f->rbp_at |= FP_LIVE;
+			r->live |= 1u << m;
+		}
 		used = (f->rbp_at & CFA_RBP) || (!reloads && used);
 	}
 	r->n = n;

@@ -58,6 +58,7 @@ struct recent {
 	uint16_t old;     /* first of a set: the entry used last is the
 			   * second */
 	uint32_t out;     /* how many return addresses a recall gives */
+	uint32_t live;    /* bit m: frame m's RBP read is used (FP_LIVE) */
 	uint64_t key;     /* its walk key (unwind.h) */
 	struct kframe f[RECENT_FRAMES]; /* outermost first, as keep */
 	uintptr_t ips[RECENT_FRAMES];   /* innermost first, without the
