@@ -78,6 +78,12 @@ static int outer_intact(const struct shadow *sh, struct walk *w, int i)
 	int m = w->ok, r = w->rk;
 	if (i >= w->bad)
 		return 0;
+	/* four at a time, compared at once (any of keep[0..i] may be
+	 * read), then one by one to the first that differs */
+	for (; m + 3 <= i; m += 4, c += 4)
+		if ((load(c[0].slot) ^ c[0].ip) | (load(c[1].slot) ^ c[1].ip) |
+		    (load(c[2].slot) ^ c[2].ip) | (load(c[3].slot) ^ c[3].ip))
+			break;
 	for (; m <= i; m++, c++)
 		if (load(c->slot) != c->ip)
 			break;
