@@ -201,10 +201,12 @@ visit_same(const struct py_layout *L, const uint8_t *fr,
 	if ((uintptr_t)fr != v->fr)
 		return 0;
 	const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
-	return (uintptr_t)code == v->code &&
-	       (uintptr_t)AT(fr, L->fr_instr, const uint8_t *) == v->instr &&
-	       AT(code, L->co_linetable, uintptr_t) == v->lines &&
-	       frame_flags(L, fr) == (v->flags & 0xffff);
+	if ((uintptr_t)code != v->code)
+		return 0; /* its line table is read only through the same code */
+	/* compared at once: one branch */
+	return !((AT(fr, L->fr_instr, uintptr_t) ^ v->instr) |
+		 (AT(code, L->co_linetable, uintptr_t) ^ v->lines) |
+		 (uintptr_t)(frame_flags(L, fr) ^ (v->flags & 0xffff)));
 }
 
 /* The chain from fr, whose visit matched last->v[s], is last's from there
