@@ -37,6 +37,9 @@ enum hs_mallinfo { HS_MALLINFO_NEVER, HS_MALLINFO_AUTO, HS_MALLINFO_ALWAYS };
 /* tests only: ms the writer waits, its lock given away, each time it finds
  * a buffer handed over (a writer the scheduler holds up; 0: none) */
 #define HS_ENV_TEST_WRITER_STALL "HEAPSLOPE_TEST_WRITER_STALL"
+/* tests only: "1": each capture of Python frames also reads them all anew,
+ * and recording stops if the two differ (the shortcuts of python.c) */
+#define HS_ENV_TEST_PY_VERIFY "HEAPSLOPE_TEST_PY_VERIFY"
 #define HS_ENV_UNWIND "HEAPSLOPE_UNWIND" /* unwinder; unset: the default */
 #define HS_UNWIND_FAST "fast"
 #define HS_UNWIND_LIBUNWIND "libunwind"

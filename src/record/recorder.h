@@ -77,6 +77,7 @@ struct settings {
 			       * operators of its own, which never reach
 			       * malloc */
 	int writer_stall_ms;  /* HS_ENV_TEST_WRITER_STALL */
+	int test_py_verify;   /* HS_ENV_TEST_PY_VERIFY */
 };
 extern struct settings hs_settings;
 

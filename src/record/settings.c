@@ -41,6 +41,7 @@ void settings_read(void)
 	s->follow = (int)env_long(HS_ENV_FOLLOW, HS_FOLLOW_DEFAULT, 0, 1);
 	s->writer_stall_ms = (int)env_long(HS_ENV_TEST_WRITER_STALL, 0, 0,
 					   10000);
+	s->test_py_verify = (int)env_long(HS_ENV_TEST_PY_VERIFY, 0, 0, 1);
 	s->record_mmap = (int)env_long(HS_ENV_MMAP, HS_MMAP_DEFAULT, 0, 1);
 	s->python = (int)env_long(HS_ENV_PYTHON, HS_PYTHON_DEFAULT, 0, 1);
 	const char *pym = getenv("PYTHONMALLOC");

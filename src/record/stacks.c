@@ -54,6 +54,7 @@ struct py_path {
 	struct py_trail t[2];
 	uint32_t ids[PY_DEPTH];
 	uint32_t code0; /* the trace id of t[cur].raw[0]'s code; 0: none */
+	struct py_trail full; /* py_verify's (pages untouched without it) */
 	/* a capture's PY_MOVED, until its stack is interned */
 	int moved;
 	uint64_t where;
@@ -292,8 +293,62 @@ static struct path *path_of(const uintptr_t *ips, int n)
 
 /* ---- Python frames ---- */
 
+static inline __attribute__((always_inline)) int
+py_capture_in(const struct py_trail **now, int *common, uint32_t *code0);
+
+/* Tests (HS_ENV_TEST_PY_VERIFY): the n frames a capture gave (got's,
+ * with raw0 for its first if not NULL) and the common outer part it
+ * claimed with last, against a full read; recording stops if they
+ * differ. */
+static __attribute__((noinline)) void
+py_verify(struct py_path *pp, const struct py_trail *got,
+	  const struct py_raw *raw0, int n, int common,
+	  const struct py_trail *last)
+{
+	struct py_trail *full = &pp->full;
+	int c;
+	int m = python_capture(full, NULL, &c);
+	int bad = m != n ||
+		  (n && (common < 0 || common > n || common > last->n));
+	for (int i = 0; !bad && i < n; i++) {
+		const struct py_raw *a = i == 0 && raw0 ? raw0 : &got->raw[i];
+		const struct py_raw *b = &full->raw[i];
+		bad = a->code != b->code || a->lines != b->lines ||
+		      a->where != b->where;
+	}
+	for (int k = 0; !bad && k < common; k++) {
+		const struct py_raw *a = &full->raw[n - 1 - k];
+		const struct py_raw *b = &last->raw[last->n - 1 - k];
+		bad = a->code != b->code || a->lines != b->lines ||
+		      a->where != b->where;
+	}
+	if (bad)
+		hs_fail("the Python frames of a capture differ from a full "
+			"read of them",
+			0);
+}
+
 int stacks_py_capture(const struct py_trail **now, int *common,
 		      uint32_t *code0)
+{
+	int n = py_capture_in(now, common, code0);
+	if (__builtin_expect(hs_settings.test_py_verify, 0) && path.cache) {
+		struct py_path *pp = &path.cache->py;
+		const struct py_trail *last = &pp->t[pp->cur];
+		struct py_raw moved;
+		const struct py_raw *raw0 = NULL;
+		if (pp->moved) {
+			moved = last->raw[0];
+			moved.where = pp->where;
+			raw0 = &moved;
+		}
+		py_verify(pp, *now, raw0, n, *common, last);
+	}
+	return n;
+}
+
+static inline __attribute__((always_inline)) int
+py_capture_in(const struct py_trail **now, int *common, uint32_t *code0)
 {
 	struct cache *c = thread_cache();
 	*code0 = 0;

@@ -27,6 +27,7 @@ from pyframes_common import (EVAL_FRAME, PYTHON, PY_ENV, analyze,
                              counts, fail, has_python, main,
                              native_functions, python_frames, record,
                              report_text, stack_text, tmpdir)
+from common import HEAPSLOPE, run  # noqa: E402 (pyframes_common's path)
 
 SCRIPT = os.path.abspath(os.environ.get("HEAPSLOPE_PY_KNOWN_LINES", ""))
 BATCHES = 12
@@ -146,9 +147,13 @@ class Recording:
             d = tmpdir()
             name = "py" if python else "nopy"
             truth_path = os.path.join(d.name, name + ".json")
+            # with Python frames, each capture is also checked against
+            # a full read of the frames (test_shortcuts)
+            env = dict(PY_ENV, HEAPSLOPE_TEST_PY_VERIFY="1") if python \
+                else PY_ENV
             r = record([PYTHON, SCRIPT, str(BATCHES), truth_path], d.name,
                        opts=() if python else ("--no-python",),
-                       output=name + ".hst", env=PY_ENV)
+                       output=name + ".hst", env=env)
             with open(truth_path) as f:
                 truth = json.load(f)
             rec = cls()
@@ -396,6 +401,23 @@ def test_counts():
         check(not has_python(reps["py-no"]), "--no-python: Python frames")
 
 
+def test_shortcuts():
+    """A capture at the place of the thread's previous one, or one
+    instruction further on in the same frames, or that meets the previous
+    one's frames further out, takes them without reading them anew: in
+    the recording of known_lines.py each capture was also checked against
+    a full read (HEAPSLOPE_TEST_PY_VERIFY), which stops recording at the
+    first difference."""
+    rec = Recording.get(python=True)
+    r = run([HEAPSLOPE, "dump", "--stats", rec.trace], timeout=120)
+    check_eq(r.rc, 0, "dump --stats of the Python recording")
+    stats = dict(ln.split(": ", 1) for ln in r.out.decode().splitlines()
+                 if ": " in ln)
+    check("stopped" not in stats,
+          f"recording stopped: {stats.get('stopped')}")
+    check_eq(stats.get("counts_verified"), "yes", "counts verified")
+
+
 if __name__ == "__main__":
     main([test_merged, test_python_only, test_native_only,
-          test_group_by_site, test_no_python, test_counts])
+          test_group_by_site, test_no_python, test_counts, test_shortcuts])
