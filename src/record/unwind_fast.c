@@ -311,7 +311,13 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 	 * compared at once */
 	_Static_assert(RECENT_FRAMES <= 32, "live is a 32-bit mask");
 	uintptr_t differ = 0;
-	for (uint32_t m = 0; m < n; m++)
+	uint32_t m = 0;
+	for (; m + 4 <= n; m += 4)
+		differ |= (load(r->f[m].slot) ^ r->f[m].ip) |
+			  (load(r->f[m + 1].slot) ^ r->f[m + 1].ip) |
+			  (load(r->f[m + 2].slot) ^ r->f[m + 2].ip) |
+			  (load(r->f[m + 3].slot) ^ r->f[m + 3].ip);
+	for (; m < n; m++)
 		differ |= load(r->f[m].slot) ^ r->f[m].ip;
 	if (differ)
 		return -1;
@@ -323,7 +329,10 @@ static int recall(struct shadow *sh, const struct walk *w, uintptr_t slot,
 	}
 	if ((int)r->out > w->max)
 		return -1; /* cut short: not the filed stack */
-	memcpy(w->ips, r->ips, r->out * sizeof(*r->ips));
+	if (w->max >= RECENT_FRAMES) /* a move of a constant size */
+		memcpy(w->ips, r->ips, sizeof(r->ips));
+	else
+		memcpy(w->ips, r->ips, r->out * sizeof(*r->ips));
 	set[0].old = r != set;
 	w->out_walk->key = r->key;
 	w->out_walk->shared = sh->n; /* keep is as it was */
