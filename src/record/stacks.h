@@ -65,8 +65,9 @@ static inline uint8_t *stacks_py_at(uint32_t python, uint8_t *p)
 }
 
 /* The id of the stack the calling thread interned with this key (and
- * trimmed, as stacks_intern's) before; else 0 (stacks_intern then).  Inline, with its table: every allocation
- * asks.  An empty entry has key 0 and id 0. */
+ * trimmed, as stacks_intern's) before; else 0 (stacks_intern then).
+ * Inline, with its table: every allocation asks.  An empty entry has key
+ * 0 and id 0. */
 struct stacks_keyed {
 	uint64_t key;
 	uint32_t trimmed, id; /* trimmed: as stacks_intern's */
