@@ -193,20 +193,30 @@ static inline unsigned py_seek(const uint8_t *fr)
 	return (unsigned)((uintptr_t)fr >> 6) & (PY_SEEK - 1);
 }
 
-/* Whether frame fr is where visit v saw a frame and holds what it read. */
+/* Whether frame fr is where visit v saw a frame and holds what it read
+ * but, maybe, its instruction (*instr, read when the code is v's). */
 static inline __attribute__((always_inline)) int
-visit_same(const struct py_layout *L, const uint8_t *fr,
-	   const struct py_visit *v)
+visit_like(const struct py_layout *L, const uint8_t *fr,
+	   const struct py_visit *v, uintptr_t *instr)
 {
 	if ((uintptr_t)fr != v->fr)
 		return 0;
 	const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
 	if ((uintptr_t)code != v->code)
 		return 0; /* its line table is read only through the same code */
+	*instr = AT(fr, L->fr_instr, uintptr_t);
 	/* compared at once: one branch */
-	return !((AT(fr, L->fr_instr, uintptr_t) ^ v->instr) |
-		 (AT(code, L->co_linetable, uintptr_t) ^ v->lines) |
+	return !((AT(code, L->co_linetable, uintptr_t) ^ v->lines) |
 		 (uintptr_t)(frame_flags(L, fr) ^ (v->flags & 0xffff)));
+}
+
+/* Whether frame fr is where visit v saw a frame and holds what it read. */
+static inline __attribute__((always_inline)) int
+visit_same(const struct py_layout *L, const uint8_t *fr,
+	   const struct py_visit *v)
+{
+	uintptr_t instr;
+	return visit_like(L, fr, v, &instr) && instr == v->instr;
 }
 
 /* The chain from fr, whose visit matched last->v[s], is last's from there
@@ -243,15 +253,11 @@ moved(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
       const struct py_trail *last, int *common)
 {
 	const struct py_visit *v = last->v;
-	if ((uintptr_t)fr != v->fr)
+	uintptr_t instr;
+	/* (the innermost visit has no entry pending: its flags as read) */
+	if (!visit_like(L, fr, v, &instr) || !rest_same(L, fr, last, 0))
 		return -1;
-	const uint8_t *code = AT(fr, L->fr_code, const uint8_t *);
-	uintptr_t instr = AT(fr, L->fr_instr, uintptr_t);
-	/* the innermost visit has no entry pending (flags as read) */
-	if ((uintptr_t)code != v->code ||
-	    AT(code, L->co_linetable, uintptr_t) != v->lines ||
-	    frame_flags(L, fr) != v->flags || !rest_same(L, fr, last, 0))
-		return -1;
+	const uint8_t *code = (const uint8_t *)v->code;
 	if (instr == v->instr) {
 		*common = PY_SAME;
 		return last->n;
