@@ -55,10 +55,9 @@ struct py_path {
 	uint32_t ids[PY_DEPTH];
 	uint32_t code0; /* the trace id of t[cur].raw[0]'s code; 0: none */
 	struct py_trail full; /* py_verify's (pages untouched without it) */
-	/* a capture's PY_MOVED, until its stack is interned */
+	/* a capture's PY_MOVED, until its stack is interned: the move is
+	 * in the other trail, t[!cur].raw[0] and t[!cur].v[0].instr */
 	int moved;
-	uint64_t where;
-	uintptr_t instr;
 };
 
 /* The nodes of the unwinder's kept walk (unwind.h), frame by frame from
@@ -293,58 +292,20 @@ static struct path *path_of(const uintptr_t *ips, int n)
 
 /* ---- Python frames ---- */
 
-static inline __attribute__((always_inline)) int
-py_capture_in(const struct py_trail **now, int *common, uint32_t *code0);
-
-/* Tests (HS_ENV_TEST_PY_VERIFY): the n frames a capture gave (got's,
- * with raw0 for its first if not NULL) and the common outer part it
- * claimed with last, against a full read; recording stops if they
- * differ. */
-static __attribute__((noinline)) void
-py_verify(struct py_path *pp, const struct py_trail *got,
-	  const struct py_raw *raw0, int n, int common,
-	  const struct py_trail *last)
+static inline int raw_same(const struct py_raw *a, const struct py_raw *b)
 {
-	struct py_trail *full = &pp->full;
-	int c;
-	int m = python_capture(full, NULL, &c);
-	int bad = m != n ||
-		  (n && (common < 0 || common > n || common > last->n));
-	for (int i = 0; !bad && i < n; i++) {
-		const struct py_raw *a = i == 0 && raw0 ? raw0 : &got->raw[i];
-		const struct py_raw *b = &full->raw[i];
-		bad = a->code != b->code || a->lines != b->lines ||
-		      a->where != b->where;
-	}
-	for (int k = 0; !bad && k < common; k++) {
-		const struct py_raw *a = &full->raw[n - 1 - k];
-		const struct py_raw *b = &last->raw[last->n - 1 - k];
-		bad = a->code != b->code || a->lines != b->lines ||
-		      a->where != b->where;
-	}
-	if (bad)
-		hs_fail("the Python frames of a capture differ from a full "
-			"read of them",
-			0);
+	return a->code == b->code && a->lines == b->lines &&
+	       a->where == b->where;
 }
 
-int stacks_py_capture(const struct py_trail **now, int *common,
-		      uint32_t *code0)
+/* How many outermost frames f[0..n) has the same as g[0..m). */
+static int outer_common(const struct py_raw *f, int n, const struct py_raw *g,
+			int m)
 {
-	int n = py_capture_in(now, common, code0);
-	if (__builtin_expect(hs_settings.test_py_verify, 0) && path.cache) {
-		struct py_path *pp = &path.cache->py;
-		const struct py_trail *last = &pp->t[pp->cur];
-		struct py_raw moved;
-		const struct py_raw *raw0 = NULL;
-		if (pp->moved) {
-			moved = last->raw[0];
-			moved.where = pp->where;
-			raw0 = &moved;
-		}
-		py_verify(pp, *now, raw0, n, *common, last);
-	}
-	return n;
+	int k = 0;
+	while (k < n && k < m && raw_same(&f[n - 1 - k], &g[m - 1 - k]))
+		k++;
+	return k;
 }
 
 static inline __attribute__((always_inline)) int
@@ -367,25 +328,51 @@ py_capture_in(const struct py_trail **now, int *common, uint32_t *code0)
 	}
 	if (*common == PY_MOVED) { /* applied by stacks_py_intern */
 		pp->moved = 1;
-		pp->where = t->raw[0].where;
-		pp->instr = t->v[0].instr;
 		*now = last;
 		*common = n - 1;
 		*code0 = pp->code0;
 		return n;
 	}
-	if (n && *common < 0) { /* by the frames put out */
-		const struct py_raw *f = t->raw;
-		int m = last->n, k = 0;
-		while (k < n && k < m) {
-			const struct py_raw *a = &f[n - 1 - k];
-			const struct py_raw *b = &last->raw[m - 1 - k];
-			if (a->code != b->code || a->lines != b->lines ||
-			    a->where != b->where)
-				break;
-			k++;
-		}
-		*common = k;
+	if (n && *common < 0) /* by the frames put out */
+		*common = outer_common(t->raw, n, last->raw, last->n);
+	return n;
+}
+
+/* Tests (HS_ENV_TEST_PY_VERIFY): the n frames a capture gave (got's,
+ * with raw0 for its first if not NULL) and the common outer part it
+ * claimed with last, against a full read; recording stops if they
+ * differ. */
+static __attribute__((noinline)) void
+py_verify(struct py_path *pp, const struct py_trail *got,
+	  const struct py_raw *raw0, int n, int common,
+	  const struct py_trail *last)
+{
+	struct py_trail *full = &pp->full;
+	int c;
+	int m = python_capture(full, NULL, &c);
+	int bad = m != n ||
+		  (n && (common < 0 || common > n ||
+			 common > outer_common(full->raw, n, last->raw,
+					       last->n)));
+	for (int i = 0; !bad && i < n; i++)
+		bad = !raw_same(i == 0 && raw0 ? raw0 : &got->raw[i],
+				&full->raw[i]);
+	if (bad)
+		hs_fail("the Python frames of a capture differ from a full "
+			"read of them",
+			0);
+}
+
+int stacks_py_capture(const struct py_trail **now, int *common,
+		      uint32_t *code0)
+{
+	int n = py_capture_in(now, common, code0);
+	if (__builtin_expect(hs_settings.test_py_verify, 0) && path.cache) {
+		struct py_path *pp = &path.cache->py;
+		/* a move is carried in the other trail's first frame */
+		const struct py_raw *raw0 =
+			pp->moved ? &pp->t[!pp->cur].raw[0] : NULL;
+		py_verify(pp, *now, raw0, n, *common, &pp->t[pp->cur]);
 	}
 	return n;
 }
@@ -445,8 +432,8 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 			  int common, uint8_t **pp)
 {
 	struct cache *c = thread_cache();
-	const struct py_path *path_py = &c->py;
-	struct py_trail *last = &c->py.t[path_py->cur];
+	struct py_path *path_py = &c->py;
+	struct py_trail *last = &path_py->t[path_py->cur];
 	if (now == last) {
 		int n = last->n;
 		/* the thread's last Python stack (PY_SAME) */
@@ -455,15 +442,15 @@ uint32_t stacks_py_intern(const struct py_trail *now, const uint32_t *codes,
 		/* that with its innermost frame further on (PY_MOVED); a
 		 * handler's event on this thread has no Python frames
 		 * (rec_nested), so no other capture came in between */
-		if (c->py.moved && common == n - 1) {
-			struct py_path *mp = &c->py;
-			mp->moved = 0;
-			last->raw[0].where = mp->where;
-			last->v[0].instr = mp->instr;
-			uint32_t id = py_node(c, n > 1 ? mp->ids[1] : 0, codes[0],
-					      mp->where, pp);
-			mp->ids[0] = id;
-			mp->code0 = codes[0];
+		if (path_py->moved && common == n - 1) {
+			const struct py_trail *mv = &path_py->t[!path_py->cur];
+			path_py->moved = 0;
+			last->raw[0].where = mv->raw[0].where;
+			last->v[0].instr = mv->v[0].instr;
+			uint32_t id = py_node(c, n > 1 ? path_py->ids[1] : 0,
+					      codes[0], last->raw[0].where, pp);
+			path_py->ids[0] = id;
+			path_py->code0 = codes[0];
 			return id;
 		}
 	}
