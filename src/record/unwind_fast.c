@@ -101,6 +101,18 @@ static int outer_intact(const struct shadow *sh, struct walk *w, int i)
 	return 1;
 }
 
+/* Walking a kept walk outwards (the frame's rbp_at; *used: whether the
+ * RBP frame m - 1 was stepped with is used, by frame m or further out,
+ * before RBP is read again): whether the RBP frame m reads from the
+ * stack is so used, and so must be checked; *used becomes frame m's. */
+static inline int rbp_step(uintptr_t rbp_at, int *used)
+{
+	int reloads = (rbp_at & ~(uintptr_t)FLAGS) != 0;
+	int live = reloads && *used;
+	*used = (rbp_at & CFA_RBP) || (!reloads && *used);
+	return live;
+}
+
 /* Whether the kept walk from keep[i] outwards used keep[i].fp: until a
  * frame reloads RBP from the stack, an RBP-based CFA uses it. */
 static int fp_used(const struct shadow *sh, int i)
@@ -173,9 +185,8 @@ static void keep_walk(struct shadow *sh, struct walk *w, int outer,
 		const struct kframe *f = &sh->keep[m];
 		uintptr_t at = f->rbp_at & ~(uintptr_t)FLAGS;
 		sh->check[m] = (struct kcheck){ f->slot, f->ip };
-		if (at && used)
+		if (rbp_step(f->rbp_at, &used))
 			sh->rcheck[sh->nr++] = (struct rcheck){ at, f[-1].fp, m };
-		used = (f->rbp_at & CFA_RBP) || (!at && used);
 		sh->fp_live[m] = (uint8_t)used;
 		sh->rip[KEEP_MAX - 1 - m] = f->ip;
 		if ((f->rbp_at & DYNAMIC) && sh->dyn > m)
@@ -368,12 +379,10 @@ static void remember(struct shadow *sh, const struct walk *w)
 	r->live = 0;
 	for (uint32_t m = 0; m < n; m++) {
 		struct kframe *f = &r->f[m];
-		int reloads = (f->rbp_at & ~(uintptr_t)FLAGS) != 0;
-		if (reloads && used) {
+		if (rbp_step(f->rbp_at, &used)) {
 			f->rbp_at |= FP_LIVE;
 			r->live |= 1u << m;
 		}
-		used = (f->rbp_at & CFA_RBP) || (!reloads && used);
 	}
 	r->n = n;
 	r->fp_used = (uint16_t)used;
