@@ -165,14 +165,22 @@ py_bound(struct py_stack *py)
 /* Lock held, room reserved (py_bound): the id of the stack ips[0..n),
  * trimmed when py has Python frames; in a process that runs Python, the
  * HS_EXT_PY_AT that puts it under them (or under none). */
+/* Lock held: the id of the native stack ips[0..n) (trimmed: as
+ * stacks_intern's), the one its walk's key had if any. */
+static inline __attribute__((always_inline)) uint32_t
+native_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
+	  int trimmed, uint8_t **pp, int *fresh)
+{
+	uint32_t id = w ? stacks_known(w->key, trimmed) : 0;
+	return id ? id : stacks_intern(ips, n, w, trimmed, pp, fresh);
+}
+
 static inline __attribute__((always_inline)) uint32_t
 stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 	 struct py_stack *py, uint8_t **pp, int *fresh)
 {
 	if (!py || !py->n || !n) {
-		uint32_t id = w ? stacks_known(w->key, 0) : 0;
-		if (!id)
-			id = stacks_intern(ips, n, w, 0, pp, fresh);
+		uint32_t id = native_id(ips, n, w, 0, pp, fresh);
 		if (__builtin_expect(python_on(), 0) && id)
 			*pp = stacks_py_at(0, *pp);
 		return id;
@@ -181,9 +189,7 @@ stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 	if (py->new_codes)
 		*pp = python_codes_put(py->t->raw, m, py->codes, *pp);
 	uint32_t python = stacks_py_intern(py->t, py->codes, py->common, pp);
-	uint32_t id = w && w->key ? stacks_known(w->key, python != 0) : 0;
-	if (!id)
-		id = stacks_intern(ips, n, w, python != 0, pp, fresh);
+	uint32_t id = native_id(ips, n, w, python != 0, pp, fresh);
 	if (id)
 		*pp = stacks_py_at(python, *pp);
 	return id;
