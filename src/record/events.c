@@ -370,6 +370,7 @@ stack_event_py(const struct event *e, uintptr_t *ips, int n,
 	       const struct unwind_walk *w)
 {
 	struct py_stack py;
+	stacks_prefetch(ips, n, w);
 	py_capture(&py);
 	int fresh = 0;
 	rec_lock();
@@ -490,6 +491,7 @@ put_event_py(const struct event *e, const uintptr_t *ips, int n,
 	     const struct unwind_walk *w, int *fresh)
 {
 	struct py_stack py;
+	stacks_prefetch(ips, n, w);
 	py_capture(&py);
 	put_event(e, ips, n, w, &py, fresh);
 }
@@ -548,6 +550,7 @@ map_py(const struct map_call *m, uintptr_t *ips, int n,
        const struct unwind_walk *w)
 {
 	struct py_stack py;
+	stacks_prefetch(ips, n, w);
 	py_capture(&py);
 	int fresh = 0;
 	rec_lock();

@@ -586,6 +586,26 @@ static uint32_t chain_intern(struct cache *c, const uintptr_t *ips, int n,
 	return id;
 }
 
+void stacks_prefetch(const uintptr_t *ips, int n,
+		     const struct unwind_walk *walk)
+{
+	struct cache *c = path.cache;
+	if (!c || !walk->rooted || !walk->kept || !walk->prior)
+		return;
+	const struct chain *ch = &c->chain;
+	int r = walk->shared < n ? walk->shared : n;
+	if (ch->serial != walk->prior || r <= 0 || r >= n || ch->nu < r ||
+	    r <= ch->e || stacks_known(walk->key, ch->trimmed))
+		return;
+	/* chain_intern's first lookup: the outermost frame not shared */
+	uint32_t parent = ch->u[r - 1];
+	uintptr_t ip = AT_POS(ips, n, r);
+	if (near_is(near_slot(c->near, NEAR_BITS, parent, ip), parent, ip))
+		return;
+	int more = n - r - 1 < 8 ? n - r - 1 : 8;
+	stackmap_prefetch(table, parent, ip, &ips[n - 1 - r - more], more);
+}
+
 uint32_t stacks_intern(const uintptr_t *ips, int n,
 		       const struct unwind_walk *walk, int trimmed,
 		       uint8_t **pp, int *fresh)

@@ -47,6 +47,12 @@ uint32_t stacks_intern(const uintptr_t *ips, int n,
 		       const struct unwind_walk *walk, int trimmed,
 		       uint8_t **pp, int *fresh);
 
+/* No lock needed, before a capture's stacks_intern: asks for the table's
+ * memory its first lookup will read, if the chain says which (the new
+ * inner frames of a stack that shares the kept walk's outer part). */
+void stacks_prefetch(const uintptr_t *ips, int n,
+		     const struct unwind_walk *walk);
+
 /* Lock held: appends at p an HS_EXT_PY_AT record when the thread's next
  * stack is under another Python node (stacks_py_intern; 0: none) than
  * the thread's stacks were last said to be.  A reader keeps one Python
