@@ -322,12 +322,19 @@ static void nested_put(const struct event *e, const uintptr_t *ips, int n)
 }
 
 /* The stack of an event: a stack that begins in real operators new
- * (nothrow new calls new) begins at their caller (cxx_wraps). */
-static inline int unwrapped(uintptr_t *ips, int n)
+ * (nothrow new calls new) begins at their caller (cxx_wraps).  How many
+ * frames of ips[0..n) to skip. */
+static inline int wrappers(const uintptr_t *ips, int n)
 {
 	int k = 0;
 	while (k < n - 1 && cxx_wraps(ips[k]))
 		k++;
+	return k;
+}
+
+static inline int unwrapped(uintptr_t *ips, int n)
+{
+	int k = wrappers(ips, n);
 	if (__builtin_expect(k != 0, 0)) {
 		memmove(ips, ips + k, (size_t)(n - k) * sizeof(*ips));
 		n -= k;
@@ -338,6 +345,17 @@ static inline int unwrapped(uintptr_t *ips, int n)
 static inline int capture(uintptr_t *ips, struct unwind_walk *w)
 {
 	return unwrapped(ips, unwind_capture_walk(ips, hs_settings.depth, w));
+}
+
+/* capture()'s stack, left where it is: it starts at *at (every C++
+ * allocation's stack starts a frame in, past the operator's). */
+static inline int capture_at(uintptr_t *ips, struct unwind_walk *w,
+			     const uintptr_t **at)
+{
+	int n = unwind_capture_walk(ips, hs_settings.depth, w);
+	int k = wrappers(ips, n);
+	*at = ips + k;
+	return n - k;
 }
 
 static inline int capture_plain(uintptr_t *ips)
@@ -366,7 +384,7 @@ void rec_nested(unsigned kind, unsigned fn, const void *old, const void *ptr,
 /* stack_event's work in a process that runs Python: with the thread's
  * Python frames (their room on this function's stack only). */
 static __attribute__((noinline)) void
-stack_event_py(const struct event *e, uintptr_t *ips, int n,
+stack_event_py(const struct event *e, const uintptr_t *ips, int n,
 	       const struct unwind_walk *w)
 {
 	struct py_stack py;
@@ -382,9 +400,10 @@ stack_event_py(const struct event *e, uintptr_t *ips, int n,
 static void stack_event(unsigned kind, unsigned fn, const void *ptr,
 			uint64_t size)
 {
-	uintptr_t ips[HS_DEPTH_MAX];
+	uintptr_t buf[HS_DEPTH_MAX];
+	const uintptr_t *ips;
 	struct unwind_walk w;
-	int n = capture(ips, &w);
+	int n = capture_at(buf, &w, &ips);
 	struct event e = { kind, fn, 0, (uintptr_t)ptr, size };
 	if (__builtin_expect(python_on(), 0)) {
 		stack_event_py(&e, ips, n, &w);
