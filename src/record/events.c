@@ -388,7 +388,6 @@ stack_event_py(const struct event *e, const uintptr_t *ips, int n,
 	       const struct unwind_walk *w)
 {
 	struct py_stack py;
-	stacks_prefetch(ips, n, w);
 	py_capture(&py);
 	int fresh = 0;
 	rec_lock();
@@ -510,7 +509,6 @@ put_event_py(const struct event *e, const uintptr_t *ips, int n,
 	     const struct unwind_walk *w, int *fresh)
 {
 	struct py_stack py;
-	stacks_prefetch(ips, n, w);
 	py_capture(&py);
 	put_event(e, ips, n, w, &py, fresh);
 }
@@ -569,7 +567,6 @@ map_py(const struct map_call *m, uintptr_t *ips, int n,
        const struct unwind_walk *w)
 {
 	struct py_stack py;
-	stacks_prefetch(ips, n, w);
 	py_capture(&py);
 	int fresh = 0;
 	rec_lock();

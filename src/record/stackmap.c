@@ -331,18 +331,6 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 	return id;
 }
 
-void stackmap_prefetch(const struct stackmap *m, uint32_t parent,
-		       uintptr_t ip, const uintptr_t *ips, int n)
-{
-	uint64_t h = node_hash(parent, ip);
-	__builtin_prefetch(&m->front[h >> 32 & (FRONT - 1)]);
-	__builtin_prefetch(&m->nodes.slots[home(&m->nodes, h)]);
-	__builtin_prefetch(&m->addrs.slots[home(&m->addrs, mix(ip))]);
-	for (int i = 0; i < n; i++)
-		__builtin_prefetch(
-			&m->addrs.slots[home(&m->addrs, mix(ips[i]))]);
-}
-
 uint32_t stackmap_count(const struct stackmap *m)
 {
 	return m->nodes.n;

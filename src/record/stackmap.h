@@ -16,12 +16,6 @@ int stackmap_reset(struct stackmap *m);
  * Returns 0 when the table cannot grow. */
 uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 			 int *is_new);
-/* Asks for the memory a lookup of (parent, ip) reads, ahead of it, and
- * of ips[0..n)'s address numbers (the rest of a new stack's nodes, their
- * parents not known yet).  Needs no lock: with a table being grown
- * meanwhile it fetches the wrong lines, never reads them. */
-void stackmap_prefetch(const struct stackmap *m, uint32_t parent,
-		       uintptr_t ip, const uintptr_t *ips, int n);
 uint32_t stackmap_count(const struct stackmap *m);
 
 #endif

@@ -139,7 +139,6 @@ int stacks_reset(void)
 {
 	path.last.n = 0;
 	stacks_py_at_last = 0;
-	stacks_large = 0;
 	/* zero pages again, resident as they are used */
 	if (path.cache &&
 	    madvise(path.cache, sizeof(struct cache), MADV_DONTNEED))
@@ -175,11 +174,6 @@ static inline struct cache *thread_cache(void)
 	return path.cache;
 }
 
-/* A table of this many nodes is not in cache (4-byte slots, 8-byte
- * keys): its lookups are prefetched (stacks_prefetch). */
-#define LARGE_NODES (1u << 18)
-int stacks_large;
-
 /* The node (parent, ip), its record written if it is new; 0 when the
  * table cannot grow (recording stops). */
 static inline uint32_t node(uint32_t parent, uintptr_t ip, uint8_t **pp,
@@ -192,8 +186,6 @@ static inline uint32_t node(uint32_t parent, uintptr_t ip, uint8_t **pp,
 		return 0;
 	}
 	if (is_new) {
-		if (__builtin_expect(id == LARGE_NODES, 0))
-			__atomic_store_n(&stacks_large, 1, __ATOMIC_RELAXED);
 		*pp = enc_stack(*pp, id, parent, ip);
 		hs_rec.counts[HS_COUNT_STACKS]++;
 		*fresh = 1;
@@ -592,26 +584,6 @@ static uint32_t chain_intern(struct cache *c, const uintptr_t *ips, int n,
 	if (ch->nu < n)
 		ch->nu = n;
 	return id;
-}
-
-void stacks_prefetch_large(const uintptr_t *ips, int n,
-			   const struct unwind_walk *walk)
-{
-	struct cache *c = path.cache;
-	if (!c || !walk || !walk->rooted || !walk->kept || !walk->prior)
-		return;
-	const struct chain *ch = &c->chain;
-	int r = walk->shared < n ? walk->shared : n;
-	if (ch->serial != walk->prior || r <= 0 || r >= n || ch->nu < r ||
-	    r <= ch->e || stacks_known(walk->key, ch->trimmed))
-		return;
-	/* chain_intern's first lookup: the outermost frame not shared */
-	uint32_t parent = ch->u[r - 1];
-	uintptr_t ip = AT_POS(ips, n, r);
-	if (near_is(near_slot(c->near, NEAR_BITS, parent, ip), parent, ip))
-		return;
-	int more = n - r - 1 < 8 ? n - r - 1 : 8;
-	stackmap_prefetch(table, parent, ip, &ips[n - 1 - r - more], more);
 }
 
 uint32_t stacks_intern(const uintptr_t *ips, int n,

@@ -47,21 +47,6 @@ uint32_t stacks_intern(const uintptr_t *ips, int n,
 		       const struct unwind_walk *walk, int trimmed,
 		       uint8_t **pp, int *fresh);
 
-/* No lock needed, before a capture's stacks_intern: asks for the table's
- * memory its first lookup will read, if the chain says which (the new
- * inner frames of a stack that shares the kept walk's outer part) and
- * the table is too large to be in cache.  walk may be NULL. */
-extern int stacks_large; /* the table is that large: set under the lock */
-void stacks_prefetch_large(const uintptr_t *ips, int n,
-			   const struct unwind_walk *walk);
-static inline void stacks_prefetch(const uintptr_t *ips, int n,
-				   const struct unwind_walk *walk)
-{
-	if (__builtin_expect(__atomic_load_n(&stacks_large, __ATOMIC_RELAXED),
-			     0))
-		stacks_prefetch_large(ips, n, walk);
-}
-
 /* Lock held: appends at p an HS_EXT_PY_AT record when the thread's next
  * stack is under another Python node (stacks_py_intern; 0: none) than
  * the thread's stacks were last said to be.  A reader keeps one Python

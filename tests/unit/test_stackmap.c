@@ -63,14 +63,11 @@ int main(void)
 	CHECK(stackmap_intern(m, 5, 0x400000, &is_new) == 2 && is_new);
 	/* after the reset the index still finds nodes by their return
 	 * addresses (a node's hash reads its address from the table's own
-	 * addresses): a chain and a wide tree grow it again, with lookups
-	 * asked for ahead as the recorder does */
+	 * addresses): a chain and a wide tree grow it again */
 	parent = 2;
-	uintptr_t ahead[4] = { 0x500000, 0x500010, 0x500020, 0x500030 };
 	for (uint32_t i = 0; i < N; i++) {
 		uintptr_t ip = 0x500000 + (uintptr_t)(i % 5000) * 16 +
 			       (uintptr_t)(i / 5000) * 0x1000000;
-		stackmap_prefetch(m, parent, ip, ahead, 4);
 		uint32_t id = stackmap_intern(m, parent, ip, &is_new);
 		CHECK(is_new && id == i + 3);
 		parent = i % 7 ? id : 1;
