@@ -295,8 +295,8 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 {
 	*is_new = 0;
 	/* the lines this lookup may read, all asked for at once: far apart
-	 * in tables of millions, each waited for in turn took longer than
-	 * the rest of the recorder's work on a stack */
+	 * in tables of millions of nodes, each waited for in turn, they made
+	 * the table two fifths of the recorder's time in `import torch` */
 	uint64_t h = node_hash(parent, ip), ha = mix(ip);
 	__builtin_prefetch(&m->addrs.slots[home(&m->addrs, ha)]);
 	__builtin_prefetch(&m->nodes.slots[home(&m->nodes, h)]);
