@@ -162,9 +162,6 @@ py_bound(struct py_stack *py)
 	return need + (size_t)m * HS_PY_FRAME_MAX + HS_PY_AT_MAX;
 }
 
-/* Lock held, room reserved (py_bound): the id of the stack ips[0..n),
- * trimmed when py has Python frames; in a process that runs Python, the
- * HS_EXT_PY_AT that puts it under them (or under none). */
 /* Lock held: the id of the native stack ips[0..n) (trimmed: as
  * stacks_intern's), the one its walk's key had if any. */
 static inline __attribute__((always_inline)) uint32_t
@@ -175,6 +172,9 @@ native_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 	return id ? id : stacks_intern(ips, n, w, trimmed, pp, fresh);
 }
 
+/* Lock held, room reserved (py_bound): the id of the stack ips[0..n),
+ * trimmed when py has Python frames; in a process that runs Python, the
+ * HS_EXT_PY_AT that puts it under them (or under none). */
 static inline __attribute__((always_inline)) uint32_t
 stack_id(const uintptr_t *ips, int n, const struct unwind_walk *w,
 	 struct py_stack *py, uint8_t **pp, int *fresh)
@@ -347,8 +347,8 @@ static inline int capture(uintptr_t *ips, struct unwind_walk *w)
 	return unwrapped(ips, unwind_capture_walk(ips, hs_settings.depth, w));
 }
 
-/* capture()'s stack, left where it is: it starts at *at (every C++
- * allocation's stack starts a frame in, past the operator's). */
+/* capture()'s stack, left where it is: it starts at *at, past the
+ * operators' frames if it begins in them. */
 static inline int capture_at(uintptr_t *ips, struct unwind_walk *w,
 			     const uintptr_t **at)
 {
