@@ -227,8 +227,8 @@ static uint32_t dict_add(struct dict *d, uint64_t key, uint64_t h,
 }
 
 /* Adds key, known not to be there; its id, or 0.  Its slot is filled
- * by the next dict_settle. */
-static uint32_t dict_add_pending(struct dict *d, uint64_t key, uint64_t h)
+ * by the next dict_settle (the caller asked for it meanwhile). */
+static uint32_t dict_add_pending(struct dict *d, uint64_t key)
 {
 	if (dict_room(d))
 		return 0;
@@ -237,7 +237,6 @@ static uint32_t dict_add_pending(struct dict *d, uint64_t key, uint64_t h)
 	uint32_t id = ++d->n;
 	d->keys[id] = key;
 	d->pending[d->npending++] = id;
-	__builtin_prefetch(&d->slots[home(d, h)], 1);
 	return id;
 }
 
@@ -308,7 +307,7 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 		if (!a)
 			return 0;
 		uint32_t id = dict_add_pending(&m->nodes,
-					       (uint64_t)parent << 32 | a, h);
+					       (uint64_t)parent << 32 | a);
 		*is_new = id != 0;
 		return id;
 	}
