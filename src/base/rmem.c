@@ -24,6 +24,63 @@ void *rmem_map_resident(size_t size)
 	return map(size, MAP_POPULATE);
 }
 
+/* ---- resident later ---- */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+#define LATER_MAX 8
+#define SETTLE_STEP (512u << 10) /* between looks at stop */
+
+static struct {
+	uint8_t *p;
+	size_t size;
+} later[LATER_MAX];
+static unsigned nlater;
+static int populates = -1; /* whether the kernel does; -1: not asked yet */
+static int settled;        /* every region of later[] is resident */
+
+void *rmem_map_later(size_t size)
+{
+	if (nlater == LATER_MAX)
+		return rmem_map_resident(size);
+	uint8_t *p = map(size, 0);
+	if (!p)
+		return NULL;
+	if (populates < 0)
+		populates = syscall(SYS_madvise, p, (size_t)4096,
+				    MADV_POPULATE_WRITE) == 0;
+	if (!populates) {
+		/* as MAP_POPULATE would: every page written once, now */
+		for (size_t i = 0; i < size; i += 4096)
+			((volatile uint8_t *)p)[i] = 0;
+		return p;
+	}
+	later[nlater].p = p;
+	later[nlater].size = size;
+	nlater++;
+	__atomic_store_n(&settled, 0, __ATOMIC_RELAXED);
+	return p;
+}
+
+int rmem_settle(int (*stop)(void))
+{
+	if (__atomic_load_n(&settled, __ATOMIC_ACQUIRE))
+		return 0;
+	for (unsigned i = 0; i < nlater; i++)
+		for (size_t at = 0; at < later[i].size; at += SETTLE_STEP) {
+			if (stop && stop())
+				return -1;
+			size_t n = later[i].size - at;
+			/* a hint: without the memory the pages come later */
+			syscall(SYS_madvise, later[i].p + at,
+				n < SETTLE_STEP ? n : SETTLE_STEP,
+				MADV_POPULATE_WRITE);
+		}
+	__atomic_store_n(&settled, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 void *rmem_map_table(size_t size)
 {
 	const size_t huge = 2u << 20;

@@ -11,6 +11,16 @@ void *rmem_map(size_t size);           /* zeroed; NULL on failure */
 /* The same, resident from the start: the recorder's fixed buffers must not
  * show up as RSS growth of the program while they fill. */
 void *rmem_map_resident(size_t size);
+/* The same, made resident by rmem_settle, later, on a thread that has the
+ * time: a program's start does not wait for 9 MiB of the recorder's
+ * pages to be cleared.  Resident at once where the kernel cannot do that
+ * on request (MADV_POPULATE_WRITE, Linux 5.14).  Single-threaded: at
+ * start-up only. */
+void *rmem_map_later(size_t size);
+/* Makes what rmem_map_later mapped resident, unless done; stops early,
+ * returning -1, when stop (if not NULL) says so between steps of 512 KiB.
+ * Safe while other threads write that memory: no byte changes. */
+int rmem_settle(int (*stop)(void));
 /* The same for a large table reached at random: from 2 MiB on, mapped on
  * a 2 MiB boundary and offered as transparent huge pages, so that a
  * lookup does not also miss the TLB and filling it takes one page fault

@@ -17,11 +17,11 @@ static struct {
 
 int buffer_create(void)
 {
-	/* resident from the start: filling them is not the program's
-	 * growth */
+	/* resident before the first sample: filling them is not the
+	 * program's growth */
 	B.cap = BUFFER_SIZE;
-	B.buf[0] = rmem_map_resident(BUFFER_ROOM);
-	B.buf[1] = rmem_map_resident(BUFFER_ROOM);
+	B.buf[0] = rmem_map_later(BUFFER_ROOM);
+	B.buf[1] = rmem_map_later(BUFFER_ROOM);
 	return B.buf[0] && B.buf[1] ? 0 : -1;
 }
 

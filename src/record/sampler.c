@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "../base/rmem.h"
 #include "internal.h"
 #include "records.h"
 
@@ -138,6 +139,9 @@ int sampler_take(struct sample *s, int with_mallinfo)
 	char buf[128];
 	int ok = 0;
 	s->rss = 0;
+	/* the recorder's fixed memory all counted from the first sample on
+	 * (a mark may come before the writer has made it resident) */
+	rmem_settle(NULL);
 	ssize_t n = statm_read(buf, sizeof(buf) - 1);
 	if (n > 0) {
 		/* strtoul, not sscanf: glibc's scanf registers a cleanup

@@ -36,11 +36,12 @@ static struct {
 
 int writer_create(void)
 {
-	/* a static context: its whole workspace is resident from the start,
-	 * so the first compression does not show up as program growth */
+	/* a static context: its whole workspace is resident before the
+	 * first sample, so the first compression does not show up as
+	 * program growth */
 	size_t ws_size = ZSTD_estimateCCtxSize(ZSTD_LEVEL);
-	void *ws = rmem_map_resident(ws_size);
-	W.work = rmem_map_resident(chunk_work_size(BUFFER_SIZE));
+	void *ws = rmem_map_later(ws_size);
+	W.work = rmem_map_later(chunk_work_size(BUFFER_SIZE));
 	W.cctx = ws ? ZSTD_initStaticCCtx(ws, ws_size) : NULL;
 	if (!W.work || !W.cctx)
 		return -1;
@@ -145,6 +146,12 @@ static void stall(int self)
 	lock_take(&hs_rec.lock, self);
 }
 
+/* rmem_settle's: the program is ending, and needs no more of that */
+static int stopping(void)
+{
+	return __atomic_load_n(&W.stop, __ATOMIC_RELAXED) || !hs_live->on;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -159,6 +166,9 @@ static void *writer_main(void *arg)
 	size_t n;
 
 	__atomic_store_n(&W.tid, self, __ATOMIC_RELAXED);
+	/* the recorder's memory made resident here, not in the program's
+	 * start; before this thread's first sample (sampler_take) */
+	rmem_settle(stopping);
 	lock_take(&R->lock, self);
 	while (hs_live->on && !(W.stop && !buffer_pending(&src, &n))) {
 		if (!buffer_pending(&src, &n) && !W.stop) {

@@ -97,6 +97,26 @@ def test_auto_budget():
                  "marks with mallinfo2 after warm-up")
 
 
+def test_recorder_memory_resident_from_first_mark():
+    """The recorder's buffers and compressor (about 9 MiB) are made
+    resident by its writer thread after start-up, not before the program
+    runs; a mark that comes first must still count them, or the first
+    batches grow by 9 MiB that the program never allocated.  heapmarks
+    marks at once and then every millisecond, over a constant heap."""
+    with tmpdir() as d:
+        for run_ in range(3):
+            t = recorded(d, "never", 30, 0, 1000)
+            rss = [ev.int("rss") for ev in dump_events(t)
+                   if ev.rec == "sample"]
+            check(len(rss) >= 30, f"{len(rss)} samples for 30 marks")
+            if rss:
+                check(max(rss) - rss[0] < 2 << 20,
+                      f"run {run_}: RSS went from {rss[0]} at the first "
+                      f"mark to {max(rss)}: the recorder's own memory "
+                      "counted as growth")
+            os.unlink(t)
+
+
 def test_bad_value():
     with tmpdir() as d:
         r = record([prog("heapmarks"), "1", "1", "0"], d,
@@ -110,4 +130,5 @@ def test_bad_value():
 
 if __name__ == "__main__":
     main([test_always_and_never, test_auto_long_batches, test_auto_budget,
+          test_recorder_memory_resident_from_first_mark,
           test_bad_value])
