@@ -213,7 +213,8 @@ static void test_encoders(void)
 
 /* The columns the table puts each field of the rows in, built here field
  * by field with the generic decoder's help: columns_encode (whose
- * allocations and frees take a hand-written path) must agree. */
+ * allocations, frees and stack nodes take hand-written paths) must
+ * agree. */
 static void test_columns(void)
 {
 	uint8_t rows[1 << 16], *p = rows;
@@ -228,6 +229,7 @@ static void test_columns(void)
 		p = enc_fail(p, HS_FN_POSIX_MEMALIGN, a, b);
 		p = enc_munmap(&e, p, a, b);
 		p = enc_u64(p, HS_REC_SWITCH, a);
+		p = enc_stack(p, b, a, width_value(w + 9));
 	}
 	size_t n = (size_t)(p - rows);
 	/* the reference: each field's varint bytes appended to its column */
