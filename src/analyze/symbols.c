@@ -736,6 +736,67 @@ static Dwarf_Die *cu_by_scan(Dwfl_Module *dm, Dwarf_Addr a,
 	return NULL;
 }
 
+/* ---- the scopes of code around an address ---- */
+
+#define SCOPE_DEPTH 64 /* nested scopes kept; deeper ones are not searched */
+
+/* DIEs whose code an address can be in, and DIEs without code that hold
+ * such DIEs (the same as libdw's own search goes through). */
+static int code_scope(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_lexical_block || tag == DW_TAG_entry_point ||
+	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
+	       tag == DW_TAG_with_stmt;
+}
+
+static int holds_scopes(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module ||
+	       tag == DW_TAG_class_type || tag == DW_TAG_structure_type;
+}
+
+/* Appends to path[d..), outermost first, the DIEs under parent whose code
+ * holds pc, each inside the one before: a function and the calls inlined
+ * into it, down to the innermost.  Returns the path's new length (d: none
+ * there).  Not dwarf_getscopes: that stops at the innermost inlined call
+ * and goes on from its abstract definition, so a call inlined into
+ * another inlined call lost the outer one's frame; and where it cannot
+ * find that definition (in another unit after link-time optimization)
+ * it finds nothing and leaks what it allocated (elfutils 0.188).  levels
+ * bounds the search on malformed or cyclic debug information. */
+static int scope_path(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path,
+		      int d, int levels)
+{
+	Dwarf_Die child;
+	if (levels <= 0 || dwarf_child(parent, &child) != 0)
+		return d;
+	do {
+		int tag = dwarf_tag(&child);
+		if (code_scope(tag)) {
+			if (dwarf_haspc(&child, pc) != 1)
+				continue;
+			if (d == SCOPE_DEPTH)
+				return d;
+			path[d] = child;
+			return scope_path(&path[d], pc, path, d + 1,
+					  levels - 1);
+		}
+		Dwarf_Die unit, *in = &child;
+		Dwarf_Attribute at;
+		if (tag == DW_TAG_imported_unit) /* dwz's shared DIEs */
+			in = dwarf_formref_die(dwarf_attr(&child, DW_AT_import,
+							  &at),
+					       &unit);
+		else if (!holds_scopes(tag))
+			continue;
+		int e = in ? scope_path(in, pc, path, d, levels - 1) : d;
+		if (e > d)
+			return e;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return d;
+}
+
 int symbols_resolve(struct symbols *s, uint64_t ip, struct frame **frames,
 		    size_t *n, size_t *cap)
 {
@@ -785,8 +846,8 @@ static int resolve(struct symbols *s, uint64_t ip, struct module *m,
 		    dwarf_lineno(dl, &lineno) != 0)
 			lineno = 0;
 	}
-	Dwarf_Die *scopes = NULL;
-	int ns = cu ? dwarf_getscopes(cu, a - bias, &scopes) : 0;
+	Dwarf_Die path[SCOPE_DEPTH];
+	int np = cu ? scope_path(cu, a - bias, path, 0, SCOPE_DEPTH) : 0;
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
@@ -796,23 +857,22 @@ static int resolve(struct symbols *s, uint64_t ip, struct module *m,
 	size_t before = *n;
 	/* innermost scope first: each inlined call is a frame whose caller
 	 * is the next scope, at the call site the inlined DIE records */
-	for (int i = 0; i < ns; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+	for (int i = np - 1; i >= 0; i--) {
+		Dwarf_Die *scope = &path[i];
+		int tag = dwarf_tag(scope);
 		if (tag != DW_TAG_inlined_subroutine &&
 		    tag != DW_TAG_subprogram)
 			continue;
 		struct frame g = f;
-		const char *name = die_name(&scopes[i]);
+		const char *name = die_name(scope);
 		if (tag == DW_TAG_subprogram && symname)
 			name = symname;
 		g.function = demangled(s, name);
 		g.file = dup_or_null(file);
 		g.line = line;
 		g.inlined = tag == DW_TAG_inlined_subroutine;
-		if (push(frames, n, cap, g)) {
-			free(scopes);
+		if (push(frames, n, cap, g))
 			return -1;
-		}
 		if (tag == DW_TAG_subprogram)
 			break;
 		Dwarf_Attribute at;
@@ -820,14 +880,13 @@ static int resolve(struct symbols *s, uint64_t ip, struct module *m,
 		file = NULL;
 		line = 0;
 		if (files &&
-		    dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &at),
+		    dwarf_formudata(dwarf_attr(scope, DW_AT_call_file, &at),
 				    &cf) == 0 && cf < nfiles)
 			file = dwarf_filesrc(files, cf, NULL, NULL);
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at),
+		if (dwarf_formudata(dwarf_attr(scope, DW_AT_call_line, &at),
 				    &cl) == 0)
 			line = (unsigned)cl;
 	}
-	free(scopes);
 	if (*n > before && (*frames)[*n - 1].inlined && symname) {
 		/* the scopes ended inside inlined code: add its host */
 		struct frame g = f;

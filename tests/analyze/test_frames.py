@@ -8,8 +8,8 @@ import json
 import os
 import sys
 
-from analyze_common import (HEAPSLOPE, analyze_run, check, check_eq, fail,
-                            main, prog, record_trace, run, tmpdir)
+from analyze_common import (HEAPSLOPE, analyze, analyze_run, check, check_eq,
+                            fail, main, prog, record_trace, run, tmpdir)
 
 ENV = dict(os.environ, LC_ALL="C")  # ASCII: "<...>"
 
@@ -142,5 +142,63 @@ def test_python_wrappers():
               "--runtime-frames: no stack begins in a CPython wrapper")
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def marked_line(source, mark):
+    """The line number of the line of source (in this directory) holding
+    the comment mark."""
+    with open(os.path.join(HERE, source)) as f:
+        for i, line in enumerate(f, 1):
+            if f"/* {mark} */" in line:
+                return i
+    fail(f"{source}: no line marked {mark!r}")
+
+
+def inline_chain(victim, files):
+    """The frames of the victim's 4000 kept blocks: fill inlined into make
+    inlined into main, each at the line of its own call (files: where
+    fill, make and main are); the JSON report and the text report."""
+    with tmpdir() as d:
+        t = record_trace([prog(victim)], d)
+        rep = analyze(t, "--top", "5")
+        stacks = [s for s in rep["stacks"] if s["allocations"] == 4000]
+        check_eq(len(stacks), 1, f"{victim}: stacks of 4000 allocations")
+        if not stacks:
+            return
+        want = [("fill", True, files[0], marked_line(files[0],
+                                                     "fill's allocation")),
+                ("make", True, files[1], marked_line(files[1],
+                                                     "make's call")),
+                ("main", False, files[2], marked_line(files[2],
+                                                      "main's call"))]
+        got = [(f.get("function"), f.get("inlined"),
+                os.path.basename(f.get("file") or ""), f.get("line"))
+               for f in stacks[0]["frames"][:3]]
+        check_eq(got, want, f"{victim}: the first three frames (function, "
+                 "inlined, file, line)")
+        lines, _ = top_frames(text(t, "--top", "1"))
+        check(len(lines) >= 3 and lines[0].startswith("fill ") and
+              lines[0].endswith("[inlined]") and
+              lines[1].startswith("make ") and lines[2].startswith("main "),
+              f"{victim}: the text report's frames: {lines[:3]}")
+
+
+def test_inlined_into_inlined():
+    """A call inlined into an inlined call keeps a frame of its own (libdw's
+    dwarf_getscopes gave only the innermost inlined call, then main at a
+    line of the call inlined into it)."""
+    inline_chain("av_inline", ["av_inline.c"] * 3)
+
+
+def test_inlined_across_units():
+    """Calls inlined at link time: their abstract definitions are in other
+    units of the debug information than the code (dwarf_getscopes found
+    no scope at all there, and leaked)."""
+    inline_chain("av_inline_lto", ["av_inline_lib.c", "av_inline_lib.c",
+                                   "av_inline_main.c"])
+
+
 if __name__ == "__main__":
-    main([test_frames, test_python_wrappers])
+    main([test_frames, test_python_wrappers, test_inlined_into_inlined,
+          test_inlined_across_units])
