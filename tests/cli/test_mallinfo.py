@@ -6,10 +6,11 @@ one by one, and sleeps between marks.  With 2,000 holes a reading took
 about 0.4 ms on the development machine and 1 ms sleeps gave 11 of 200
 marks with mallinfo2 under auto; the bounds below leave a wide margin for
 faster and slower machines.  With 1,000 holes and 100 ms batches the
-budget never bites: a reading took 0.005-0.04 ms of CPU, and a batch buys
-2 ms (30 ms batches, 0.6 ms, were once not enough: 8 of 10 marks in a
-CI run loaded with the sanitizer build's tests).  The analyzer fits glibc's figures over the marks that
-have them and says how many those are."""
+budget never bites: outside the recorder a reading took 0.005-0.04 ms of
+CPU, and a batch buys 2 ms (30 ms batches, 0.6 ms, were once not enough:
+8 of 10 marks in a CI run loaded with the sanitizer build's tests).  The
+analyzer fits glibc's figures over the marks that have them and says how
+many those are."""
 import json
 import os
 import re
