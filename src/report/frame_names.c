@@ -116,6 +116,18 @@ int frame_is_runtime(const struct frame *f)
 	return fn && (runtime_name(fn) || runtime_name(past_return_type(fn)));
 }
 
+int frame_is_own(const struct frame *f)
+{
+	static const char *const system[] = { "/lib/", "/lib64/", "/usr/lib/",
+					      "/usr/lib64/" };
+	if (f->python || !f->module || frame_is_runtime(f))
+		return 0;
+	for (size_t i = 0; i < sizeof(system) / sizeof(system[0]); i++)
+		if (starts(f->module, system[i]))
+			return 0;
+	return 1;
+}
+
 size_t frames_runtime_prefix(const struct frame *v, size_t n)
 {
 	size_t k = 0;

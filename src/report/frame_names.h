@@ -19,6 +19,10 @@ int frame_is_runtime(const struct frame *f);
  * stack of runtime frames alone is shown whole). */
 size_t frames_runtime_prefix(const struct frame *v, size_t n);
 
+/* 1 if f is a native frame of code outside the system's libraries (/lib,
+ * /usr/lib): the program's own executable or libraries, most likely. */
+int frame_is_own(const struct frame *f);
+
 /* name with each template argument list of more than
  * TEMPLATE_ARGS_SHOWN characters, outermost, replaced by an ellipsis
  * ("<…>", "<...>" without utf8), into buf of cap bytes; returns buf. */

@@ -17,7 +17,8 @@
 #define TABLE_MAX 24   /* more batches than this: sparklines */
 #define SPARK_WIDTH 60
 #define FRAMES_SHOWN 12
-/* native frames shown inside the Python ones, by default */
+/* native frames shown inside the Python ones, or inside the program's
+ * own code, by default */
 #define NATIVE_BEFORE_PYTHON 6
 #define PATHS_SHOWN 5
 
@@ -403,10 +404,14 @@ static void frames(FILE *o, const struct frame *v, size_t n,
 		shown = n - from;
 	/* by default a stack's Python lines are shown, however deep the
 	 * native frames inside them: the first few of those, then the
-	 * Python part */
+	 * Python part; in a native stack the same for the program's own
+	 * code under deep library code (inlined frames make that deeper) */
 	size_t py = from;
 	while (py < n && !v[py].python)
 		py++;
+	if (py == n)
+		for (py = from; py < n && !frame_is_own(&v[py]);)
+			py++;
 	size_t gap_from = n, gap_to = n;
 	if (ro->frames == 0 && py < n && py >= from + shown) {
 		gap_from = from + NATIVE_BEFORE_PYTHON;
@@ -419,8 +424,9 @@ static void frames(FILE *o, const struct frame *v, size_t n,
 	for (size_t i = from; i < from + shown; i++) {
 		const struct frame *f = &v[i];
 		if (i == gap_from) {
-			fprintf(o, "%s... %zu native frames\n", indent,
-				gap_to - gap_from);
+			fprintf(o, "%s... %zu %s frames\n", indent,
+				gap_to - gap_from,
+				v[gap_to].python ? "native" : "library");
 			i = gap_to - 1;
 			continue;
 		}
