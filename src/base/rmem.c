@@ -42,19 +42,16 @@ static int settled;        /* every region of later[] is resident */
 
 void *rmem_map_later(size_t size)
 {
-	if (nlater == LATER_MAX)
+	if (nlater == LATER_MAX || !populates)
 		return rmem_map_resident(size);
 	uint8_t *p = map(size, 0);
 	if (!p)
 		return NULL;
-	if (populates < 0)
-		populates = syscall(SYS_madvise, p, (size_t)4096,
-				    MADV_POPULATE_WRITE) == 0;
-	if (!populates) {
-		/* as MAP_POPULATE would: every page written once, now */
-		for (size_t i = 0; i < size; i += 4096)
-			((volatile uint8_t *)p)[i] = 0;
-		return p;
+	if (populates < 0 &&
+	    !(populates = syscall(SYS_madvise, p, (size_t)4096,
+				  MADV_POPULATE_WRITE) == 0)) {
+		rmem_unmap(p, size);
+		return rmem_map_resident(size);
 	}
 	later[nlater].p = p;
 	later[nlater].size = size;
