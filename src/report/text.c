@@ -17,9 +17,9 @@
 #define TABLE_MAX 24   /* more batches than this: sparklines */
 #define SPARK_WIDTH 60
 #define FRAMES_SHOWN 12
-/* native frames shown inside the Python ones, or inside the program's
- * own code, by default */
-#define NATIVE_BEFORE_PYTHON 6
+/* frames shown, by default, before a gap that leads to the first Python
+ * frame, or the first of the program's own code */
+#define NATIVE_BEFORE_KEPT 6
 #define PATHS_SHOWN 5
 
 static const char *source_name(const struct analysis *a)
@@ -406,17 +406,17 @@ static void frames(FILE *o, const struct frame *v, size_t n,
 	 * native frames inside them: the first few of those, then the
 	 * Python part; in a native stack the same for the program's own
 	 * code under deep library code (inlined frames make that deeper) */
-	size_t py = from;
-	while (py < n && !v[py].python)
-		py++;
-	if (py == n)
-		for (py = from; py < n && !frame_is_own(&v[py]);)
-			py++;
+	size_t kept = from; /* the first frame kept in view */
+	while (kept < n && !v[kept].python)
+		kept++;
+	if (kept == n)
+		for (kept = from; kept < n && !frame_is_own(&v[kept]);)
+			kept++;
 	size_t gap_from = n, gap_to = n;
-	if (ro->frames == 0 && py < n && py >= from + shown) {
-		gap_from = from + NATIVE_BEFORE_PYTHON;
-		gap_to = py;
-		shown = NATIVE_BEFORE_PYTHON + FRAMES_SHOWN;
+	if (ro->frames == 0 && kept < n && kept >= from + shown) {
+		gap_from = from + NATIVE_BEFORE_KEPT;
+		gap_to = kept;
+		shown = NATIVE_BEFORE_KEPT + FRAMES_SHOWN;
 		if (shown > n - from - (gap_to - gap_from))
 			shown = n - from - (gap_to - gap_from);
 		shown += gap_to - gap_from;
