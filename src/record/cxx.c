@@ -18,6 +18,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "elfsym.h"
+
 #define EXPORT __attribute__((visibility("default")))
 #define INLINE static inline __attribute__((always_inline))
 
@@ -70,42 +72,27 @@ enum shape { PLAIN, NOTHROW, ALIGNED, ALIGNED_NOTHROW, SIZED, SIZED_ALIGNED };
 
 static void *reals[OP_COUNT];
 
-static int in_self(const void *f)
-{
-	Dl_info a, b;
-	return dladdr(f, &a) && dladdr((void *)in_self, &b) &&
-	       a.dli_fbase == b.dli_fbase;
-}
-
-/* name as the object holding addr binds it, unless that object is us */
-static void *in_scope_of(const void *addr, const char *name)
-{
-	Dl_info info;
-	if (!addr || in_self(addr) || !dladdr(addr, &info) ||
-	    !info.dli_fname || !info.dli_fname[0])
-		return NULL;
-	void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return NULL;
-	void *f = dlsym(h, name);
-	dlclose(h);
-	return f && !in_self(f) ? f : NULL;
-}
-
 /* Not found after us in the global scope, the C++ runtime came with a
  * library dlopen'ed RTLD_LOCAL (a Python extension), whose references
- * still bind to us first.  What they would have bound to is in its scope:
- * the caller's, or when a real operator jumped here (libstdc++'s new[]
- * to new), that operator's. */
+ * still bind to us first.  What they would have bound to is in their
+ * group: the caller's object first, then every loaded object in order
+ * (a real operator that jumped here, libstdc++'s new[] to new, is found
+ * so too).  Read from the objects' own symbol tables, not through a
+ * dlopen of the caller's: called from a constructor of a group the loader
+ * is still setting up (PyTorch's import), that dlopen ran the
+ * constructors of the rest of the group there and then. */
 static void *find_op(enum op id, const void *caller)
 {
 	void *f = dlsym(RTLD_NEXT, names[id]);
-	if (!f)
-		f = in_scope_of(caller, names[id]);
-	for (int i = 0; !f && i < OP_COUNT; i++)
-		f = in_scope_of(__atomic_load_n(&reals[i], __ATOMIC_ACQUIRE),
-				names[id]);
-	return f;
+	if (f)
+		return f;
+	/* the failed lookup's message is made with the recorder's
+	 * allocations: freed now (the second call frees what the first
+	 * gave), not by the program's next call of the loader, which would
+	 * free a block the program never had */
+	(void)dlerror();
+	(void)dlerror();
+	return elfsym_find(names[id], caller, (const void *)find_op);
 }
 
 /* The real operators new that pass through to malloc (libstdc++'s under
@@ -157,8 +144,13 @@ static void *resolve_op(enum op id, const void *caller)
 	int e = errno;
 	internal_begin();
 	f = find_op(id, caller);
+	/* its library pinned: libstdc++ is by the loader already (it binds
+	 * libstdc++'s unique symbols); another, an allocator dlopen'ed
+	 * RTLD_LOCAL, by a dlopen (the one case left where a dlopen of the
+	 * recorder's could run constructors early, as find_op says) */
 	Dl_info info;
-	if (f && dladdr(f, &info) && info.dli_fname && info.dli_fname[0])
+	if (f && !elfsym_permanent(f) && dladdr(f, &info) && info.dli_fname &&
+	    info.dli_fname[0])
 		(void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (f && !hs_settings.record_operators)
 		note_wrapper(id, f);

@@ -6,8 +6,9 @@ SIG_IGN, what sigaction reports back), a handler the recorder cannot hold
 back that allocates inside the allocator or exits while the recorder holds
 its lock, a huge environment for exec, descriptors the recorder uses that
 the program owns, cancellation, a handler on a small alternate stack, a
-static program's descriptors, and a writer thread held up while the
-program fills the buffers.  Each behaves as it does natively."""
+static program's descriptors, a writer thread held up while the program
+fills the buffers, and a library constructor's first operator new.  Each
+behaves as it does natively."""
 import os
 import re
 import subprocess
@@ -154,6 +155,21 @@ def test_static_descriptors():
         c.both([hprog("lsfds-static")], timeout=HANG)
 
 
+def test_library_init_order():
+    """The recorder finds the process's first operator new, called from
+    inside a library constructor, without running other constructors of
+    the library's group early (a dlopen of its own did, inside PyTorch's
+    import)."""
+    root = os.path.join(os.path.dirname(hprog("initorder")),
+                        "libhsio_root.so")
+    c = plain("initorder", root)
+    lines = c.n.out.decode().splitlines()
+    check(lines[:4] == ["p init begins", "hook: a ready 0, z ready 0",
+                        "p init ends", "z init"],
+          f"initorder natively: the loader's order is not the one the "
+          f"test is built for: {lines}")
+
+
 if __name__ == "__main__":
     cases({"abort-in-free": [test_abort_in_free],
            "fork-then-signal": [test_fork_then_signal],
@@ -167,4 +183,5 @@ if __name__ == "__main__":
            "cancel-in-malloc": [test_cancel_in_malloc],
            "exit-on-small-altstack": [test_exit_on_small_altstack],
            "static-descriptors": [test_static_descriptors],
-           "writer-stalled": [test_writer_stalled]})
+           "writer-stalled": [test_writer_stalled],
+           "library-init-order": [test_library_init_order]})
