@@ -140,8 +140,11 @@ static void *resolve_op(enum op id, const void *caller)
 	if (__builtin_expect(f != NULL, 1))
 		return f;
 	/* the loader's lookups set errno: not the program's; what they
-	 * allocate is the recorder's */
+	 * allocate is the recorder's, not recorded (the thread busy, the
+	 * callers the loader and libc: preload.c's own objects) */
 	int e = errno;
+	struct tstate *t = &hs_thread;
+	busy_enter(t);
 	internal_begin();
 	f = find_op(id, caller);
 	/* its library pinned: libstdc++ is by the loader already (it binds
@@ -155,6 +158,7 @@ static void *resolve_op(enum op id, const void *caller)
 	if (f && !hs_settings.record_operators)
 		note_wrapper(id, f);
 	internal_end();
+	busy_leave(t);
 	if (f)
 		__atomic_store_n(&reals[id], f, __ATOMIC_RELEASE);
 	errno = e;

@@ -24,9 +24,10 @@ import re
 import shutil
 import subprocess
 
-from common import (HEAPSLOPE, LIB, PROGRAMS, Replay, check, check_complete,
-                    check_counts, check_eq, dump_lines, dump_stats, fail,
-                    load, main, no_core, prog, record, run, tmpdir)
+from common import (ALLOC_RECS, HEAPSLOPE, LIB, PROGRAMS, Replay, check,
+                    check_complete, check_counts, check_eq, dump_lines,
+                    dump_stats, fail, load, main, no_core, prog, record, run,
+                    tmpdir)
 from test_counts import expected
 from test_dlopen import segments
 
@@ -389,6 +390,17 @@ def test_cxx():
                          f"{what}: allocated_bytes")
 
 
+def no_recorder_frames(evs, st, what):
+    """The recorder's lookups of the operators are its own: nothing they
+    allocate is the program's."""
+    own = code_of(evs, LIB)
+    mine = [e for e in evs if e.rec in ALLOC_RECS and
+            any(lo <= ip < hi for ip in st.frames(e.int("stack"))
+                for lo, hi in own)]
+    check(not mine, f"{what}: {len(mine)} allocations with the recorder's "
+          f"frames in their stacks, first {mine[:1]}")
+
+
 def test_cxx_dlopen():
     """A C program dlopens a C++ library RTLD_LOCAL (as Python loads an
     extension): libstdc++ is not in the global scope, yet its operators
@@ -399,6 +411,10 @@ def test_cxx_dlopen():
     check(os.path.isfile(lib), f"{lib} is not built (no C++ compiler?)")
     n = 11
     with tmpdir() as d:
+        # glibc: libstdc++'s operators call malloc, recorded there
+        r = record([prog("dlopener"), lib, str(n)], d, output="dl.hst")
+        check_complete(dump_stats(r.trace()), "dlopener on glibc")
+        no_recorder_frames(*load(r.trace()), "dlopener on glibc")
         for name in CXX_RECORDED:
             what = f"dlopener libhscxxnew.so {n} on {name}"
             s0 = dump_stats(record([prog("dlopener"), lib, "0"], d,
@@ -417,6 +433,7 @@ def test_cxx_dlopen():
             check_eq(s["failed_allocations"] - s0["failed_allocations"],
                      int(throw), f"{what}: failed_allocations")
             evs, st = load(r.trace())
+            no_recorder_frames(evs, st, what)
             sites = sites_in(evs, st, code_of(evs, lib))
             check_eq(len(sites), 16 * n + 2 * throw,
                      f"{what}: allocations and failures whose innermost "
