@@ -72,27 +72,49 @@ enum shape { PLAIN, NOTHROW, ALIGNED, ALIGNED_NOTHROW, SIZED, SIZED_ALIGNED };
 
 static void *reals[OP_COUNT];
 
+/* The operators after us in the global scope, looked up once, at start
+ * (cxx_init): a failed dlsym replaces the message of the program's last
+ * failed call of the loader, and a lookup made on a program's first call
+ * of an operator (any time, when the program may be about to read that
+ * message with dlerror) must call nothing of the loader's. */
+static void *globals[OP_COUNT];
+static int globals_done;
+
+void cxx_init(void)
+{
+	if (__atomic_load_n(&globals_done, __ATOMIC_ACQUIRE))
+		return;
+	int missing = 0;
+	for (int i = 0; i < OP_COUNT; i++) {
+		void *f = dlsym(RTLD_NEXT, names[i]);
+		__atomic_store_n(&globals[i], f, __ATOMIC_RELAXED);
+		missing |= !f;
+	}
+	/* the failed lookups' message: freed now (the second call frees
+	 * what the first gave), not by the program's next call of the
+	 * loader, which would free a block the program never had */
+	if (missing) {
+		(void)dlerror();
+		(void)dlerror();
+	}
+	elfsym_note_startup();
+	__atomic_store_n(&globals_done, 1, __ATOMIC_RELEASE);
+}
+
 /* Not found after us in the global scope, the C++ runtime came with a
  * library dlopen'ed RTLD_LOCAL (a Python extension), whose references
  * still bind to us first.  What they would have bound to is in their
- * group: the caller's object first, then every loaded object in order
- * (a real operator that jumped here, libstdc++'s new[] to new, is found
- * so too).  Read from the objects' own symbol tables, not through a
- * dlopen of the caller's: called from a constructor of a group the loader
- * is still setting up (PyTorch's import), that dlopen ran the
- * constructors of the rest of the group there and then. */
+ * group: the caller's object, then what it needs, breadth first; failing
+ * that, the first loaded object's that has it.  Read from the objects'
+ * own symbol tables, not through a dlopen of the caller's: called from a
+ * constructor of a group the loader is still setting up (PyTorch's
+ * import), that dlopen ran the constructors of the rest of the group
+ * there and then. */
 static void *find_op(enum op id, const void *caller)
 {
-	void *f = dlsym(RTLD_NEXT, names[id]);
-	if (f)
-		return f;
-	/* the failed lookup's message is made with the recorder's
-	 * allocations: freed now (the second call frees what the first
-	 * gave), not by the program's next call of the loader, which would
-	 * free a block the program never had */
-	(void)dlerror();
-	(void)dlerror();
-	return elfsym_find(names[id], caller, (const void *)find_op);
+	cxx_init(); /* a constructor that ran before ours calls */
+	void *f = __atomic_load_n(&globals[id], __ATOMIC_RELAXED);
+	return f ? f : elfsym_find(names[id], caller, (const void *)find_op);
 }
 
 /* The real operators new that pass through to malloc (libstdc++'s under
@@ -147,19 +169,25 @@ static void *resolve_op(enum op id, const void *caller)
 	busy_enter(t);
 	internal_begin();
 	f = find_op(id, caller);
-	/* its library pinned: libstdc++ is by the loader already (it binds
-	 * libstdc++'s unique symbols); another, an allocator dlopen'ed
-	 * RTLD_LOCAL, by a dlopen (the one case left where a dlopen of the
-	 * recorder's could run constructors early, as find_op says) */
+	/* its library pinned: one loaded at start-up, or libstdc++ (the
+	 * loader pins what binds its unique symbols) is already; another, an
+	 * allocator dlopen'ed RTLD_LOCAL, by a dlopen (the one case left
+	 * where a dlopen of the recorder's could run constructors early, as
+	 * find_op says).  Not pinned, it is not kept: looked up again. */
+	int kept = 1;
 	Dl_info info;
-	if (f && !elfsym_permanent(f) && dladdr(f, &info) && info.dli_fname &&
-	    info.dli_fname[0])
-		(void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-	if (f && !hs_settings.record_operators)
+	if (f && !elfsym_permanent(f) &&
+	    (!dladdr(f, &info) || !info.dli_fname || !info.dli_fname[0] ||
+	     !dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD))) {
+		kept = 0;
+		(void)dlerror(); /* as cxx_init */
+		(void)dlerror();
+	}
+	if (f && kept && !hs_settings.record_operators)
 		note_wrapper(id, f);
 	internal_end();
 	busy_leave(t);
-	if (f)
+	if (f && kept)
 		__atomic_store_n(&reals[id], f, __ATOMIC_RELEASE);
 	errno = e;
 	return f;
@@ -476,4 +504,8 @@ EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al,
 		   nt, CALLER);
 }
 
+#else
+void cxx_init(void)
+{
+}
 #endif

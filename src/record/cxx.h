@@ -60,6 +60,11 @@ static inline int cxx_wraps(uintptr_t ip)
 	return 0;
 }
 
+/* At start-up, before the program runs: looks up the operators the
+ * global scope has after the recorder.  Lookups of the others, on their
+ * first call, then make no call of the loader's. */
+void cxx_init(void);
+
 /* By the malloc interposers, for a call they did not record. */
 static inline void cxx_note(unsigned fn, const void *p, size_t size)
 {

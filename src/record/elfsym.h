@@ -8,15 +8,20 @@
 #ifndef HS_ELFSYM_H
 #define HS_ELFSYM_H
 
-/* The address of the function or object name defined by the loaded
- * object holding address first (if any), else by the first loaded object,
- * in load order, that defines it; objects holding skip are passed over.
- * NULL when none does. */
+/* The address of the function or object name as a reference from the
+ * object holding address first would find it in that object's group (the
+ * object, then what it needs, breadth first, as the loader's local scope
+ * of it is); else (or with first NULL) the first loaded object's, in load
+ * order, that defines it.  Objects holding skip are passed over.  NULL
+ * when none does. */
 void *elfsym_find(const char *name, const void *first, const void *skip);
 
-/* Whether the object holding addr stays loaded for good: the main
- * program, or marked NODELETE, or defining a unique symbol (which the
- * loader pins as it binds it: libstdc++). */
+/* Whether the object holding addr stays loaded for good: loaded at
+ * start-up (elfsym_note_startup), or marked NODELETE, or defining a
+ * unique symbol (which the loader pins as it binds it: libstdc++). */
 int elfsym_permanent(const void *addr);
+
+/* Counts the objects loaded at start-up, once: before any dlopen. */
+void elfsym_note_startup(void);
 
 #endif

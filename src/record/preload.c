@@ -531,6 +531,7 @@ __attribute__((constructor)) static void preload_init(int argc, char **argv)
 {
 	resolve();
 	note_own_objects();
+	cxx_init();
 	recorder_init(argc, argv);
 }
 

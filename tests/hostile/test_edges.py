@@ -7,8 +7,9 @@ back that allocates inside the allocator or exits while the recorder holds
 its lock, a huge environment for exec, descriptors the recorder uses that
 the program owns, cancellation, a handler on a small alternate stack, a
 static program's descriptors, a writer thread held up while the program
-fills the buffers, and a library constructor's first operator new.  Each
-behaves as it does natively."""
+fills the buffers, a library constructor's first operator new, and an
+operator new in another group than the caller's.  Each behaves as it does
+natively."""
 import os
 import re
 import subprocess
@@ -170,6 +171,16 @@ def test_library_init_order():
           f"test is built for: {lines}")
 
 
+def test_operator_scope():
+    """A C++ library's new reaches the operator of its own group (libstdc++
+    there), not an operator new another group loaded before it defines."""
+    here = os.path.dirname(hprog("opscope"))
+    c = plain("opscope", os.path.join(here, "libhsox.so"),
+              os.path.join(here, "libhsoy.so"))
+    check_eq(c.n.out, b"hsoy_run 7\nlibhsox's operator new called 0 "
+             b"times\n", "opscope natively")
+
+
 if __name__ == "__main__":
     cases({"abort-in-free": [test_abort_in_free],
            "fork-then-signal": [test_fork_then_signal],
@@ -184,4 +195,5 @@ if __name__ == "__main__":
            "exit-on-small-altstack": [test_exit_on_small_altstack],
            "static-descriptors": [test_static_descriptors],
            "writer-stalled": [test_writer_stalled],
-           "library-init-order": [test_library_init_order]})
+           "library-init-order": [test_library_init_order],
+           "operator-scope": [test_operator_scope]})

@@ -1,7 +1,9 @@
 /* Unit test of the recorder's reading of loaded objects' dynamic symbol
  * tables (elfsym.h): it must give what the loader's own lookups give,
- * default versions only, for objects outside the global scope too, and
- * the vDSO's (whose tables are not relocated). */
+ * default versions only, for objects outside the global scope too, by the
+ * group of the object asking before any other object, through SysV hash
+ * tables too, and the vDSO's (whose tables are not relocated).
+ * Arguments: libhseldup_sysv.so, libhseluser.so. */
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
 #include <stdint.h>
@@ -11,8 +13,37 @@
 #include "check.h"
 #include "record/elfsym.h"
 
-int main(void)
+/* Two objects define hsel_dup: dup_sysv (SysV table only), loaded first,
+ * and the one user's group has, found from user as the loader's local
+ * scope of user finds it. */
+static void group_and_sysv(const char *dup_sysv, const char *user)
 {
+	void *a = dlopen(dup_sysv, RTLD_NOW | RTLD_LOCAL);
+	void *b = dlopen(user, RTLD_NOW | RTLD_LOCAL);
+	CHECK(a != NULL && b != NULL);
+	if (!a || !b)
+		return;
+	int (*first)(void) = (int (*)(void))dlsym(a, "hsel_dup");
+	int (*in_group)(void) = (int (*)(void))dlsym(b, "hsel_dup");
+	void *user_fn = dlsym(b, "hsel_user");
+	CHECK(first && in_group && user_fn && first() == 1 &&
+	      in_group() == 2);
+	/* from user: its group's, not the one loaded first */
+	CHECK(elfsym_find("hsel_dup", user_fn, NULL) == (void *)in_group);
+	/* from nowhere: the first in load order's, by its SysV table */
+	CHECK(elfsym_find("hsel_dup", NULL, NULL) == (void *)first);
+	/* the first passed over: the other */
+	CHECK(elfsym_find("hsel_dup", NULL, (void *)first) ==
+	      (void *)in_group);
+	CHECK(elfsym_find("hsel_user", NULL, NULL) == user_fn);
+}
+
+int main(int argc, char **argv)
+{
+	elfsym_note_startup(); /* as the recorder does, before any dlopen */
+	CHECK(argc == 3);
+	if (argc == 3)
+		group_and_sysv(argv[1], argv[2]);
 	/* an object outside the global scope, as a Python extension's
 	 * libstdc++ is */
 	void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -53,9 +84,11 @@ int main(void)
 		CHECK(f(CLOCK_MONOTONIC, &ts) == 0 && ts.tv_sec + ts.tv_nsec);
 	}
 
-	/* what stays loaded for good: the program, libstdc++ (unique
-	 * symbols); not a plain library dlopen'ed */
+	/* what stays loaded for good: the program and what it was started
+	 * with (libc), libstdc++ (unique symbols); not a plain library
+	 * dlopen'ed */
 	CHECK(elfsym_permanent((const void *)main));
+	CHECK(elfsym_permanent((const void *)gnu_get_libc_version));
 	CHECK(!elfsym_permanent(zv));
 	void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
 	void *nw = cxx ? dlsym(cxx, "_Znwm") : NULL;
