@@ -91,6 +91,19 @@ static int deferrable(struct tstate *t, int sig, const siginfo_t *si)
 	return 1;
 }
 
+/* A slot of the thread's deferred signals, or -1 if all are taken.  Taken
+ * before it is filled, in one instruction: a signal that comes while it
+ * is filled (none is blocked in the wrapper) takes the next one, instead
+ * of overwriting this one and leaving a stale slot counted. */
+static int defer_slot(struct tstate *t)
+{
+	int i = __atomic_fetch_add(&t->ndeferred, 1, __ATOMIC_RELAXED);
+	if (i < DEFER_MAX)
+		return i;
+	__atomic_fetch_sub(&t->ndeferred, 1, __ATOMIC_RELAXED);
+	return -1;
+}
+
 /* A one-shot handler (SA_RESETHAND) is made so here, not by the kernel,
  * which would leave our SA_SIGINFO in the flags the program reads back:
  * the first delivery claims it and puts the default action in place,
@@ -113,15 +126,17 @@ static int claim_one_shot(int sig, const struct sigaction *a)
 static void wrapper(int sig, siginfo_t *si, void *ucv)
 {
 	struct tstate *t = &hs_thread;
-	if (deferrable(t, sig, si)) {
+	int slot = deferrable(t, sig, si) ? defer_slot(t) : -1;
+	if (slot >= 0) {
+		/* filled before the thread leaves recorder code, which
+		 * replays it: nothing else reads it meanwhile */
 		ucontext_t *uc = ucv;
-		struct deferred *d = &t->deferred[t->ndeferred];
+		struct deferred *d = &t->deferred[slot];
 		d->sig = sig;
 		d->pid = getpid();
 		memcpy(&d->info, si, sizeof(*si));
 		sigaddset(&uc->uc_sigmask, sig);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		t->ndeferred++;
 		return;
 	}
 	struct sigaction a = user[sig];
