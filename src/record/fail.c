@@ -4,8 +4,31 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
+
+/* standard error's file as the image started; known 0: it was closed */
+static struct {
+	int known;
+	dev_t dev;
+	ino_t ino;
+} err_file;
+
+void hs_say_init(void)
+{
+	struct stat st;
+	err_file.known = fstat(2, &st) == 0;
+	err_file.dev = err_file.known ? st.st_dev : 0;
+	err_file.ino = err_file.known ? st.st_ino : 0;
+}
+
+static int stderr_unchanged(void)
+{
+	struct stat st;
+	return err_file.known && fstat(2, &st) == 0 &&
+	       st.st_dev == err_file.dev && st.st_ino == err_file.ino;
+}
 
 void hs_say(const char *fmt, ...)
 {
@@ -14,7 +37,7 @@ void hs_say(const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	if (n < 0 || !stderr_unchanged())
 		return;
 	if ((size_t)n > sizeof(msg) - 2)
 		n = (int)sizeof(msg) - 2;

@@ -62,7 +62,14 @@ uint64_t now_ns(void);
 
 /* ---- fail.c: how recording stops ---- */
 
-/* One line (a newline is added) on standard error, by write(2). */
+/* Notes which file standard error is as the image starts: what hs_say
+ * writes goes there only, never to a file of the program's that it put
+ * on descriptor 2 since (a daemon's data file, a pipe a child's output is
+ * read from). */
+void hs_say_init(void);
+/* One line (a newline is added) on standard error, by write(2), if it is
+ * still the file it was as the image started (else nothing: the trace
+ * keeps the reason of a stop). */
 void hs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Stops recording, once: says why on stderr, keeps it for the trace's
  * last chunk (trace_write_stop) and wakes whoever waits on the writer. */

@@ -123,6 +123,7 @@ void recorder_init(int argc, char **argv)
 	internal_begin();
 	R->argc = argc;
 	R->argv = argv;
+	hs_say_init();
 	R->pid = getpid();
 	R->gen = 1;
 	settings_read();

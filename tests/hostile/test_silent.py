@@ -164,9 +164,22 @@ def test_closed_descriptor():
         dump_reason(c, c.r.trace(), r"\bclos|\bdescriptor\b|\bfd\b")
 
 
+def test_stderr_replaced():
+    """A daemon closes every descriptor and its data file takes descriptor
+    2: the recorder's line about stopping (its trace is gone) stays out of
+    it, and the trace keeps the reason."""
+    with Case("standard error replaced") as c:
+        c.both([hprog("errdata"), "@SIDE@/data"], timeout=HANG)
+        check_eq(c.side("native", "data"), "DATA\n", "errdata natively")
+        check_eq(c.side("rec", "data"), "DATA\n",
+                 "errdata recorded: its data file")
+        dump_reason(c, c.r.trace(), r"\bclos|\bdescriptor\b|\bfd\b")
+
+
 if __name__ == "__main__":
     cases({"static": [test_static], "own-malloc": [test_own_malloc],
            "setuid": [test_setuid],
            "default-name-taken": [test_default_names_taken],
            "stopped-full-disk": [test_full_disk],
-           "stopped-closed-fd": [test_closed_descriptor]})
+           "stopped-closed-fd": [test_closed_descriptor],
+           "stopped-stderr-replaced": [test_stderr_replaced]})
