@@ -176,10 +176,31 @@ def test_stderr_replaced():
         dump_reason(c, c.r.trace(), r"\bclos|\bdescriptor\b|\bfd\b")
 
 
+def test_stray_write():
+    """The program writes into the trace's descriptor (strayfd finds it by
+    name): the recorder cuts those bytes off and stops, the trace stays
+    readable up to there and says why; before, it was corrupt from that
+    byte on ("bad chunk magic")."""
+    with Case("stray write into the trace") as c:
+        c.native([hprog("strayfd")], timeout=HANG)
+        c.record([hprog("strayfd")], timeout=HANG)
+        check_eq(c.n.err, b"strayfd: wrote into 0\n", "strayfd natively")
+        check(b"strayfd: wrote into 1\n" in c.r.err,
+              "strayfd recorded: no write into its trace\n" +
+              c.r.describe())
+        check_eq(c.r.rc, 0, "strayfd recorded: exit status")
+        (t,) = c.traces()
+        s = dump_stats(t)
+        check_eq(s.get("complete"), "yes", "the trace ends whole")
+        check_eq(s.get("counts_verified"), "no", "counts_verified")
+        dump_reason(c, t, r"wrote into")
+
+
 if __name__ == "__main__":
     cases({"static": [test_static], "own-malloc": [test_own_malloc],
            "setuid": [test_setuid],
            "default-name-taken": [test_default_names_taken],
            "stopped-full-disk": [test_full_disk],
            "stopped-closed-fd": [test_closed_descriptor],
-           "stopped-stderr-replaced": [test_stderr_replaced]})
+           "stopped-stderr-replaced": [test_stderr_replaced],
+           "stopped-stray-write": [test_stray_write]})

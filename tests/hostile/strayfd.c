@@ -1,0 +1,37 @@
+/* A stray write into a descriptor the program does not own: the
+ * recorder's trace, found by its name among descriptors 700 to 719 (a
+ * buggy program writing to a stale number, or bash, which undoes a
+ * script's redirection onto a close-on-exec descriptor of 10 and up, the
+ * script then writing there).  Allocates before and after.  Natively there
+ * is no such descriptor and nothing is written.  Prints how many it
+ * wrote into. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pairs.h"
+
+int main(void)
+{
+	int hit = 0;
+	pairs(20000, 48);
+	for (int fd = 700; fd < 720; fd++) {
+		char link[64], target[4096];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		if (n > 4 && !strcmp(target + n - 4, ".hst") &&
+		    write(fd, "hello\n", 6) == 6)
+			hit++;
+	}
+	for (int i = 0; i < 20; i++) {
+		pairs(5000, 48);
+		struct timespec ts = { 0, 5000000 };
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "strayfd: wrote into %d\n", hit);
+	return 0;
+}
