@@ -664,7 +664,8 @@ static void decide(struct analysis *a)
 		.heap_mean = g->heap_mean,
 		.stacks = a->ranked,
 		.nstacks = a->nranked,
-		.complete = a->complete,
+		/* the run's end seen: not a trace whose recording stopped */
+		.complete = a->complete && !a->stopped[0],
 		.has_maps = g->has_maps,
 		.mapped_slope = g->mapped.slope,
 		.mapped_r2 = g->mapped.r2,

@@ -194,8 +194,9 @@ void verdict_decide(const struct verdict_input *in, struct verdict_why *out)
 					   "(leaked share >= 0.5)"
 					 : "the live heap grows and the growing "
 					   "blocks are still live when the "
-					   "trace ends (it is incomplete: exit "
-					   "was not seen)";
+					   "trace ends (exit was not seen: "
+					   "the trace is incomplete, or its "
+					   "recording stopped)";
 		} else {
 			out->verdict = VERDICT_RETENTION;
 			reason = "the live heap grows but the growing blocks "

@@ -34,7 +34,7 @@ struct verdict_input {
 	 * the end of the trace */
 	const struct stack_growth *stacks;
 	size_t nstacks;
-	int complete;            /* the trace has its END record */
+	int complete;            /* the run's end was recorded (END, not a stop) */
 	/* the memory the program mapped itself (trace with HS_OPT_MAPS) */
 	int has_maps;
 	double mapped_slope, mapped_r2, mapped_mean;

@@ -349,13 +349,16 @@ int trace_write(const uint8_t *chunk, size_t n)
 		/* the program wrote into the trace, through a copy of the
 		 * descriptor it made (bash, taking a close-on-exec descriptor
 		 * of 10 and up for one of its own, undoes the script's
-		 * redirection onto it): its bytes are cut, the trace stays
-		 * whole up to its last chunk, and says why it ends */
-		(void)!ftruncate(T.fd, (off_t)T.file_off);
-		if (lseek(T.fd, (off_t)T.file_off, SEEK_SET) < 0)
+		 * redirection onto it): its bytes are cut, and recording
+		 * stops; this chunk and what is buffered still go out, then
+		 * why the trace ends */
+		if (ftruncate(T.fd, (off_t)T.file_off) ||
+		    lseek(T.fd, (off_t)T.file_off, SEEK_SET) < 0) {
 			hs_rec.fail_kind = FAIL_IO;
+			fail_path("the program wrote into", errno);
+			return -1;
+		}
 		fail_path("the program wrote into", 0);
-		return -1;
 	}
 	if (write_all(T.fd, chunk, n)) {
 		int err = errno;

@@ -194,6 +194,18 @@ def test_stray_write():
         check_eq(s.get("complete"), "yes", "the trace ends whole")
         check_eq(s.get("counts_verified"), "no", "counts_verified")
         dump_reason(c, t, r"wrote into")
+        # its 4,000 blocks, freed after the stop, are live where the
+        # trace ends: not "at exit", which the trace never saw
+        a = run([HEAPSLOPE, "analyze", "--from", "0", "--json", "-", t],
+                timeout=HANG)
+        check_eq(a.rc, 0, "analyze\n" + a.describe())
+        r = json.loads(a.out)
+        check_eq(r["totals"]["leaked_blocks"], 4000,
+                 "blocks live where the trace ends")
+        check_eq(r["verdict"], "leak", "verdict")
+        check("at exit" not in r["verdict_reason"] and
+              "exit was not seen" in r["verdict_reason"],
+              f"the verdict's reason: {r['verdict_reason']!r}")
 
 
 if __name__ == "__main__":
