@@ -146,6 +146,10 @@ void buffer_unblock(void);
 int writer_create(void);
 int writer_start(void);
 void writer_stop(void);
+/* The same, then waits (a little) until the kernel has taken the thread
+ * out of the process: calls it refuses to a process of several threads
+ * come next. */
+void writer_stop_reaped(void);
 /* The writer ended by itself (recording stopped): joins it. */
 void writer_join(void);
 int writer_running(void);

@@ -224,6 +224,33 @@ void recorder_before_exec(const char *path)
 	finish(HS_END_EXEC, path ? path : "");
 }
 
+int recorder_writer_pause(void)
+{
+	struct tstate *t = &hs_thread;
+	if (!hs_started || getpid() != hs_rec.pid || t->busy ||
+	    !writer_running())
+		return 0;
+	busy_enter(t);
+	internal_begin();
+	writer_stop_reaped();
+	internal_end();
+	busy_leave(t);
+	return 1;
+}
+
+void recorder_writer_resume(int paused)
+{
+	struct tstate *t = &hs_thread;
+	if (!paused)
+		return;
+	busy_enter(t);
+	internal_begin();
+	if (hs_live->on)
+		writer_start();
+	internal_end();
+	busy_leave(t);
+}
+
 void recorder_exec_failed(void)
 {
 	struct recorder *R = &hs_rec;

@@ -1,11 +1,14 @@
 /* The interposers of the process's life: exec and _exit end an image
- * without exit(), thread names, the marker API (heapslope.h), and two
+ * without exit(), thread names, namespace changes the recorder's thread
+ * would make the kernel refuse, the marker API (heapslope.h), and two
  * calls the recorder's own code makes (pthread_getattr_np, pipe2). */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HEAPSLOPE_RECORDER
@@ -126,6 +129,60 @@ EXPORT int pthread_setname_np(pthread_t th, const char *name)
 		busy_leave(t);
 	}
 	return rc;
+}
+
+/* The kernel refuses these to a process of more than one thread: the
+ * recorder's writer is stopped around them (recorder_writer_pause), so
+ * that a program with one thread of its own gets what it gets natively
+ * (`unshare --user`, sandboxes, container tools). */
+#define SOLO_UNSHARE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)
+#define SOLO_SETNS (CLONE_NEWUSER | CLONE_NEWNS)
+
+/* The call, with the writer paused: EINVAL, which may mean the writer's
+ * exit is not yet complete in the kernel (one that had just started when
+ * paused), is tried again for up to 20 ms; a program of several threads
+ * gets it then, as natively. */
+static int solo(int paused, int (*call)(int, int), int a, int b)
+{
+	int rc = call(a, b);
+	for (int i = 0; paused && rc < 0 && errno == EINVAL && i < 20; i++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+		rc = call(a, b);
+	}
+	int e = errno;
+	recorder_writer_resume(paused);
+	errno = e;
+	return rc;
+}
+
+static int call_unshare(int flags, int unused)
+{
+	(void)unused;
+	return real.unshare(flags);
+}
+
+static int call_setns(int fd, int nstype)
+{
+	return real.setns(fd, nstype);
+}
+
+EXPORT int unshare(int flags)
+{
+	if (unlikely(!ready()) || !real.unshare)
+		return (int)syscall(SYS_unshare, flags);
+	int paused = flags & SOLO_UNSHARE ? recorder_writer_pause() : 0;
+	return solo(paused, call_unshare, flags, 0);
+}
+
+/* nstype 0: whatever namespace fd is, maybe one of those */
+EXPORT int setns(int fd, int nstype)
+{
+	if (unlikely(!ready()) || !real.setns)
+		return (int)syscall(SYS_setns, fd, nstype);
+	int paused = !nstype || nstype & SOLO_SETNS ? recorder_writer_pause()
+						    : 0;
+	return solo(paused, call_setns, fd, nstype);
 }
 
 /* glibc holds the thread's descriptor lock while this allocates: the

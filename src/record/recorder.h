@@ -156,6 +156,13 @@ void recorder_init(int argc, char **argv);
 void recorder_end(unsigned reason);
 void recorder_before_exec(const char *path);
 void recorder_exec_failed(void); /* exec returned: record again */
+/* Around a call the kernel refuses to a process of more than one thread
+ * (unshare of a user namespace, setns into one or into a mount
+ * namespace): the writer thread stopped, having written what it held
+ * (1), or nothing done (0: none running, or the thread is inside the
+ * recorder); then started again. */
+int recorder_writer_pause(void);
+void recorder_writer_resume(int paused);
 /* The environment for the image exec is about to start, made from envp
  * in room (cap bytes) when it fits, else in memory mapped for it (*map,
  * *map_size, which the caller unmaps if exec returns). */

@@ -3,7 +3,9 @@
  * samples and notices new modules.  Allocating threads never compress. */
 #include <errno.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_initStaticCCtx */
 #include <zstd.h>
 
@@ -237,6 +239,23 @@ void writer_stop(void)
 	lock_give(&hs_rec.lock);
 	pthread_join(W.thread, NULL);
 	W.running = 0;
+}
+
+void writer_stop_reaped(void)
+{
+	/* (set once the thread runs: it may not have yet) */
+	pid_t tid = (pid_t)__atomic_load_n(&W.tid, __ATOMIC_RELAXED);
+	writer_stop();
+	/* pthread_join returns as the thread's stack is let go, before the
+	 * kernel takes the thread out of the process: a tgkill of it fails
+	 * from then on.  At most 200 ms. */
+	pid_t pid = getpid();
+	for (int i = 0; tid > 0 && i < 2000 &&
+			syscall(SYS_tgkill, pid, tid, 0) == 0;
+	     i++) {
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
 }
 
 void writer_join(void)

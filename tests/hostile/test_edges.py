@@ -7,8 +7,9 @@ back that allocates inside the allocator or exits while the recorder holds
 its lock, a huge environment for exec, descriptors the recorder uses that
 the program owns, cancellation, a handler on a small alternate stack, a
 static program's descriptors, a writer thread held up while the program
-fills the buffers, a library constructor's first operator new, and an
-operator new in another group than the caller's.  Each behaves as it does
+fills the buffers, a library constructor's first operator new, an
+operator new in another group than the caller's, and namespace calls the
+kernel allows a process of one thread only.  Each behaves as it does
 natively."""
 import os
 import re
@@ -181,6 +182,16 @@ def test_operator_scope():
              b"times\n", "opscope natively")
 
 
+def test_user_namespace():
+    """unshare(CLONE_NEWUSER) and setns into a user namespace, which the
+    kernel refuses to a process of more than one thread: the recorder's
+    writer is stopped around them, and both succeed as natively (they
+    failed with EINVAL; so did `unshare --user`).  Where the machine
+    allows no user namespaces, both runs fail alike."""
+    c = plain("nsjoin")
+    print(f"   natively: {c.n.out.decode().strip()}")
+
+
 if __name__ == "__main__":
     cases({"abort-in-free": [test_abort_in_free],
            "fork-then-signal": [test_fork_then_signal],
@@ -196,4 +207,5 @@ if __name__ == "__main__":
            "static-descriptors": [test_static_descriptors],
            "writer-stalled": [test_writer_stalled],
            "library-init-order": [test_library_init_order],
-           "operator-scope": [test_operator_scope]})
+           "operator-scope": [test_operator_scope],
+           "user-namespace": [test_user_namespace]})
