@@ -345,7 +345,8 @@ int trace_write(const uint8_t *chunk, size_t n)
 		fail_path("the program closed or replaced the descriptor of", 0);
 		return -1;
 	}
-	if (lseek(T.fd, 0, SEEK_CUR) != (off_t)T.file_off) {
+	off_t at = lseek(T.fd, 0, SEEK_CUR); /* -1: not seekable, no check */
+	if (at >= 0 && at != (off_t)T.file_off) {
 		/* the program wrote into the trace, through a copy of the
 		 * descriptor it made (bash, taking a close-on-exec descriptor
 		 * of 10 and up for one of its own, undoes the script's
