@@ -71,6 +71,7 @@ static const char *const names[OP_COUNT] = {
 enum shape { PLAIN, NOTHROW, ALIGNED, ALIGNED_NOTHROW, SIZED, SIZED_ALIGNED };
 
 static void *reals[OP_COUNT];
+static int absent[OP_COUNT]; /* found nowhere: fallback_new and free */
 
 /* The operators after us in the global scope, looked up once, at start
  * (cxx_init): a failed dlsym replaces the message of the program's last
@@ -161,6 +162,11 @@ static void *resolve_op(enum op id, const void *caller)
 	void *f = __atomic_load_n(&reals[id], __ATOMIC_ACQUIRE);
 	if (__builtin_expect(f != NULL, 1))
 		return f;
+	/* found nowhere before: not searched for on every call (the caller's
+	 * group was loaded whole before it ran; nothing loaded later is in
+	 * it) */
+	if (__atomic_load_n(&absent[id], __ATOMIC_RELAXED))
+		return NULL;
 	/* the loader's lookups set errno: not the program's; what they
 	 * allocate is the recorder's, not recorded (the thread busy, the
 	 * callers the loader and libc: preload.c's own objects) */
@@ -189,6 +195,8 @@ static void *resolve_op(enum op id, const void *caller)
 	busy_leave(t);
 	if (f && kept)
 		__atomic_store_n(&reals[id], f, __ATOMIC_RELEASE);
+	if (!f)
+		__atomic_store_n(&absent[id], 1, __ATOMIC_RELAXED);
 	errno = e;
 	return f;
 }
