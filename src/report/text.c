@@ -187,6 +187,8 @@ static void verdict(FILE *o, const struct analysis *a,
 		fprintf(o, ", RSS %s/batch (%s %.3f)",
 			words_bytes(g->rss.slope, b2, sizeof(b2)), r2,
 			g->rss.r2);
+	else if (a->samples)
+		fprintf(o, ", RSS unknown (sampled at fewer than 2 batches)");
 	else
 		fprintf(o, ", RSS unknown (no samples)");
 	if (g->has_heap)
