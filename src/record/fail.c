@@ -25,9 +25,7 @@ void hs_say_init(void)
 
 static int stderr_unchanged(void)
 {
-	struct stat st;
-	return err_file.known && fstat(2, &st) == 0 &&
-	       st.st_dev == err_file.dev && st.st_ino == err_file.ino;
+	return err_file.known && fd_is(2, err_file.dev, err_file.ino);
 }
 
 void hs_say(const char *fmt, ...)
