@@ -81,6 +81,16 @@ static int absent[OP_COUNT]; /* found nowhere: fallback_new and free */
 static void *globals[OP_COUNT];
 static int globals_done;
 
+/* A failed call of the loader's leaves a message made with the
+ * recorder's allocations: freed now (the second dlerror frees what the
+ * first gave), not by the program's next call of the loader, which would
+ * free a block the program never had. */
+static void drop_dlerror(void)
+{
+	(void)dlerror();
+	(void)dlerror();
+}
+
 void cxx_init(void)
 {
 	if (__atomic_load_n(&globals_done, __ATOMIC_ACQUIRE))
@@ -91,13 +101,8 @@ void cxx_init(void)
 		__atomic_store_n(&globals[i], f, __ATOMIC_RELAXED);
 		missing |= !f;
 	}
-	/* the failed lookups' message: freed now (the second call frees
-	 * what the first gave), not by the program's next call of the
-	 * loader, which would free a block the program never had */
-	if (missing) {
-		(void)dlerror();
-		(void)dlerror();
-	}
+	if (missing)
+		drop_dlerror();
 	elfsym_note_startup();
 	__atomic_store_n(&globals_done, 1, __ATOMIC_RELEASE);
 }
@@ -186,8 +191,7 @@ static void *resolve_op(enum op id, const void *caller)
 	    (!dladdr(f, &info) || !info.dli_fname || !info.dli_fname[0] ||
 	     !dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD))) {
 		kept = 0;
-		(void)dlerror(); /* as cxx_init */
-		(void)dlerror();
+		drop_dlerror();
 	}
 	if (f && kept && !hs_settings.record_operators)
 		note_wrapper(id, f);
