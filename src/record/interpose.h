@@ -37,8 +37,6 @@ struct real_fns {
 	int (*pthread_setname_np)(pthread_t, const char *);
 	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
 	int (*pipe2)(int[2], int);
-	int (*unshare)(int);
-	int (*setns)(int, int);
 };
 extern struct real_fns real;
 

@@ -78,8 +78,6 @@ static void resolve(void)
 	RESOLVE(pthread_setname_np);
 	RESOLVE(pthread_getattr_np);
 	RESOLVE(pipe2);
-	RESOLVE(unshare);
-	RESOLVE(setns);
 	resolving = 0;
 }
 

@@ -138,17 +138,18 @@ EXPORT int pthread_setname_np(pthread_t th, const char *name)
 #define SOLO_UNSHARE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)
 #define SOLO_SETNS (CLONE_NEWUSER | CLONE_NEWNS)
 
-/* The call, with the writer paused: EINVAL, which may mean the writer's
- * exit is not yet complete in the kernel (one that had just started when
- * paused), is tried again for up to 20 ms; a program of several threads
- * gets it then, as natively. */
-static int solo(int paused, int (*call)(int, int), int a, int b)
+/* The system call nr (glibc's unshare and setns are no more), with the
+ * writer paused: EINVAL, which may mean the writer's exit is not yet
+ * complete in the kernel (one that had just started when paused), is
+ * tried again for up to 20 ms; a program of several threads gets it then,
+ * as natively. */
+static int solo(int paused, long nr, int a, int b)
 {
-	int rc = call(a, b);
+	int rc = (int)syscall(nr, a, b);
 	for (int i = 0; paused && rc < 0 && errno == EINVAL && i < 20; i++) {
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
-		rc = call(a, b);
+		rc = (int)syscall(nr, a, b);
 	}
 	int e = errno;
 	recorder_writer_resume(paused);
@@ -156,33 +157,18 @@ static int solo(int paused, int (*call)(int, int), int a, int b)
 	return rc;
 }
 
-static int call_unshare(int flags, int unused)
-{
-	(void)unused;
-	return real.unshare(flags);
-}
-
-static int call_setns(int fd, int nstype)
-{
-	return real.setns(fd, nstype);
-}
-
 EXPORT int unshare(int flags)
 {
-	if (unlikely(!ready()) || !real.unshare)
-		return (int)syscall(SYS_unshare, flags);
 	int paused = flags & SOLO_UNSHARE ? recorder_writer_pause() : 0;
-	return solo(paused, call_unshare, flags, 0);
+	return solo(paused, SYS_unshare, flags, 0);
 }
 
 /* nstype 0: whatever namespace fd is, maybe one of those */
 EXPORT int setns(int fd, int nstype)
 {
-	if (unlikely(!ready()) || !real.setns)
-		return (int)syscall(SYS_setns, fd, nstype);
 	int paused = !nstype || nstype & SOLO_SETNS ? recorder_writer_pause()
 						    : 0;
-	return solo(paused, call_setns, fd, nstype);
+	return solo(paused, SYS_setns, fd, nstype);
 }
 
 /* glibc holds the thread's descriptor lock while this allocates: the
