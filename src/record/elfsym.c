@@ -29,6 +29,7 @@ struct dyn {
 	uint64_t flags_1;
 	const ElfW(Dyn) *dyn; /* the dynamic section, ndyn entries */
 	size_t ndyn;
+	const char *soname; /* DT_SONAME's, or NULL */
 };
 
 /* [p, p + len) inside one of the object's loaded segments (readable
@@ -56,15 +57,26 @@ static int loaded(const struct dl_phdr_info *info, const void *p, size_t len,
 }
 
 /* A dynamic entry's address: relocated by the loader already, or (the
- * vDSO's) relative to the object's base; NULL if neither is loaded. */
+ * vDSO's) relative to the object's base; NULL if neither is loaded (and
+ * aligned to align).  NULL for 0. */
 static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v,
-			   size_t len)
+			   size_t len, size_t align)
 {
-	if (loaded(info, (const void *)v, len, 1))
+	if (!v)
+		return NULL;
+	if (loaded(info, (const void *)v, len, align))
 		return (const void *)v;
-	if (loaded(info, (const void *)(info->dlpi_addr + v), len, 1))
+	if (loaded(info, (const void *)(info->dlpi_addr + v), len, align))
 		return (const void *)(info->dlpi_addr + v);
 	return NULL;
+}
+
+/* The string at offset off of the object's string table, or NULL. */
+static const char *dyn_str(const struct dyn *d, ElfW(Xword) off)
+{
+	if (off >= d->strsz || !memchr(d->str + off, 0, d->strsz - off))
+		return NULL;
+	return d->str + off;
 }
 
 /* The object's tables; 0 when it has no symbol table to read. */
@@ -84,6 +96,7 @@ static int dyn_read(const struct dl_phdr_info *info, struct dyn *d)
 		return 0;
 	}
 	ElfW(Addr) sym = 0, str = 0, gnu = 0, sysv = 0, versym = 0;
+	ElfW(Xword) soname = 0;
 	for (size_t i = 0; i < d->ndyn && d->dyn[i].d_tag != DT_NULL; i++) {
 		ElfW(Addr) v = d->dyn[i].d_un.d_ptr;
 		switch (d->dyn[i].d_tag) {
@@ -94,27 +107,16 @@ static int dyn_read(const struct dl_phdr_info *info, struct dyn *d)
 		case DT_HASH: sysv = v; break;
 		case DT_VERSYM: versym = v; break;
 		case DT_FLAGS_1: d->flags_1 = d->dyn[i].d_un.d_val; break;
+		case DT_SONAME: soname = d->dyn[i].d_un.d_val; break;
 		}
 	}
-	d->sym = dyn_ptr(info, sym, sizeof(ElfW(Sym)));
-	d->str = dyn_ptr(info, str, d->strsz);
-	d->gnu = gnu ? dyn_ptr(info, gnu, 4 * sizeof(uint32_t)) : NULL;
-	d->sysv = sysv ? dyn_ptr(info, sysv, 2 * sizeof(uint32_t)) : NULL;
-	d->versym = versym ? dyn_ptr(info, versym, sizeof(ElfW(Versym)))
-			   : NULL;
-	if (((uintptr_t)d->sym & (_Alignof(ElfW(Sym)) - 1)) ||
-	    ((uintptr_t)d->gnu & 3) || ((uintptr_t)d->sysv & 3) ||
-	    ((uintptr_t)d->versym & 1))
-		return 0;
+	d->sym = dyn_ptr(info, sym, sizeof(ElfW(Sym)), _Alignof(ElfW(Sym)));
+	d->str = dyn_ptr(info, str, d->strsz, 1);
+	d->gnu = dyn_ptr(info, gnu, 4 * sizeof(uint32_t), 4);
+	d->sysv = dyn_ptr(info, sysv, 2 * sizeof(uint32_t), 4);
+	d->versym = dyn_ptr(info, versym, sizeof(ElfW(Versym)), 2);
+	d->soname = d->str && soname ? dyn_str(d, soname) : NULL;
 	return d->sym && d->str && d->strsz && (d->gnu || d->sysv);
-}
-
-/* The string at offset off of the object's string table, or NULL. */
-static const char *dyn_str(const struct dyn *d, ElfW(Xword) off)
-{
-	if (off >= d->strsz || !memchr(d->str + off, 0, d->strsz - off))
-		return NULL;
-	return d->str + off;
 }
 
 /* Symbol i, or NULL if it lies outside the object. */
@@ -258,7 +260,7 @@ static uint32_t dyn_count(const struct dyn *d)
 struct object {
 	struct dl_phdr_info info;
 	struct dyn d; /* d.dyn NULL: no dynamic section read */
-	const char *soname, *base; /* base: dlpi_name's last part */
+	const char *base; /* dlpi_name's last part */
 	int queued;
 };
 
@@ -268,6 +270,7 @@ struct objects {
 	/* the search's question and answer */
 	const char *name;
 	const void *first, *skip, *addr;
+	int skipped; /* the object holding skip, or -1 */
 	void *found;
 	int permanent;
 };
@@ -288,11 +291,6 @@ static int list_one(struct dl_phdr_info *info, size_t size, void *arg)
 	struct object *o = &l->o[l->n++];
 	o->info = *info;
 	dyn_read(&o->info, &o->d);
-	for (size_t i = 0; o->d.dyn && o->d.str && i < o->d.ndyn &&
-			   o->d.dyn[i].d_tag != DT_NULL;
-	     i++)
-		if (o->d.dyn[i].d_tag == DT_SONAME)
-			o->soname = dyn_str(&o->d, o->d.dyn[i].d_un.d_val);
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
 	const char *slash = strrchr(name, '/');
 	o->base = slash ? slash + 1 : name;
@@ -316,7 +314,7 @@ static int needed_object(const struct objects *l, const char *needed)
 	const char *base = slash ? slash + 1 : needed;
 	for (int i = 0; i < l->n; i++) {
 		const struct object *o = &l->o[i];
-		if ((o->soname && !strcmp(o->soname, base)) ||
+		if ((o->d.soname && !strcmp(o->d.soname, base)) ||
 		    !strcmp(o->base, base))
 			return i;
 	}
@@ -327,7 +325,7 @@ static int needed_object(const struct objects *l, const char *needed)
 static void *look_in(struct objects *l, int i)
 {
 	struct object *o = &l->o[i];
-	if (!o->d.dyn || !o->d.sym || holds(&o->info, l->skip))
+	if (!o->d.dyn || !o->d.sym || i == l->skipped)
 		return NULL;
 	return dyn_lookup(&o->d, l->name);
 }
@@ -368,6 +366,7 @@ static void *look_in_group(struct objects *l, int from)
 static void find_listed(struct objects *l)
 {
 	int from = holding(l, l->first);
+	l->skipped = holding(l, l->skip);
 	if (from >= 0)
 		l->found = look_in_group(l, from);
 	for (int i = 0; i < l->n && !l->found; i++)
