@@ -393,6 +393,14 @@ static int on_record(void *ctx, const struct hs_record *rec)
 			return -1;
 		}
 	}
+	/* the process died of it: its wait status said so, until the one
+	 * `record` appends, if it is the parent */
+	if (rec->ext_type == HS_EXT_SIGNAL && rec->signal > 0 &&
+	    rec->signal < 128) {
+		a->end_signal = (int)rec->signal;
+		a->has_exit = 1;
+		a->wait_status = rec->signal;
+	}
 	/* the earliest, should there be several (threads, fork) */
 	if (rec->ext_type == HS_EXT_EXITING &&
 	    (!a->range.has_exiting || rec->time_ns < a->range.exiting_ns)) {
@@ -666,6 +674,7 @@ static void decide(struct analysis *a)
 		.nstacks = a->nranked,
 		/* the run's end seen: not a trace whose recording stopped */
 		.complete = a->complete && !a->stopped[0],
+		.killed = a->has_end && a->end_reason == HS_END_SIGNAL,
 		.has_maps = g->has_maps,
 		.mapped_slope = g->mapped.slope,
 		.mapped_r2 = g->mapped.r2,

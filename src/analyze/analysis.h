@@ -84,6 +84,7 @@ struct analysis {
 			    * (writer_alive.h): not killed */
 	int has_end;
 	unsigned end_reason;
+	int end_signal; /* the signal the process died of (HS_EXT_SIGNAL) */
 	char stopped[512];   /* recording stopped early: the recorder's reason */
 	uint64_t unrecorded; /* calls the recorder saw but could not record */
 	char *malloc_owner;  /* the program's malloc was its own: not seen */

@@ -188,7 +188,12 @@ void verdict_decide(const struct verdict_input *in, struct verdict_why *out)
 		   (!out->rss_grows || out->ratio >= EXPLAINS)) {
 		if (out->leaked_share >= LEAK_SHARE) {
 			out->verdict = VERDICT_LEAK;
-			reason = in->complete
+			reason = in->complete && in->killed
+					 ? "the live heap grows and the growing "
+					   "blocks are still live when a "
+					   "signal killed the process (exit "
+					   "was not seen; leaked share >= 0.5)"
+				 : in->complete
 					 ? "the live heap grows and the growing "
 					   "blocks are still live at exit "
 					   "(leaked share >= 0.5)"

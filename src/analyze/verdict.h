@@ -35,6 +35,7 @@ struct verdict_input {
 	const struct stack_growth *stacks;
 	size_t nstacks;
 	int complete;            /* the run's end was recorded (END, not a stop) */
+	int killed;              /* that end was a signal's: exit never came */
 	/* the memory the program mapped itself (trace with HS_OPT_MAPS) */
 	int has_maps;
 	double mapped_slope, mapped_r2, mapped_mean;

@@ -51,6 +51,7 @@ struct stats {
 	uint64_t exiting_ns; /* when the process began to exit */
 	char stop_reason[512]; /* recording stopped early: why */
 	unsigned end_reason;
+	uint64_t end_signal; /* HS_EXT_SIGNAL: what the process died of */
 	uint64_t end_counts[HS_COUNT_MAX];
 	uint64_t wait_status, last_time;
 };
@@ -88,6 +89,8 @@ static void count(struct stats *s, const struct hs_record *r)
 			s->munmaps++;
 		else if (r->ext_type == HS_EXT_EXITING && !s->exiting)
 			s->exiting = 1, s->exiting_ns = r->time_ns;
+		else if (r->ext_type == HS_EXT_SIGNAL)
+			s->end_signal = r->signal;
 		break;
 	case HS_REC_MARK: s->marks++; break;
 	case HS_REC_SAMPLE: s->samples++; break;
@@ -179,6 +182,8 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 		       s->end_counts[HS_COUNT_UNRECORDED]);
 	if (s->has_end) {
 		printf("end_reason: %s\n", hs_end_reason_name(s->end_reason));
+		if (s->end_signal)
+			printf("end_signal: %" PRIu64 "\n", s->end_signal);
 		/* the recorder's own counts must agree with what we read */
 		int agree = s->end_counts[HS_COUNT_EVENTS] == s->events &&
 			    s->end_counts[HS_COUNT_ALLOCATIONS] ==

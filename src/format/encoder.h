@@ -325,6 +325,14 @@ static inline uint8_t *enc_py_at(uint8_t *p, uint64_t python)
 	return ext_end(payload, varint_put(payload, python));
 }
 
+#define HS_SIGNAL_MAX (1 + 3 * HS_VARINT_MAX)
+
+static inline uint8_t *enc_signal(uint8_t *p, uint64_t sig)
+{
+	uint8_t *payload = ext_begin(p, HS_EXT_SIGNAL);
+	return ext_end(payload, varint_put(payload, sig));
+}
+
 /* Regions (heapslope_region_begin/end): a name, once per id, then the
  * thread's begins and ends (no time of their own: a program may open one
  * around each operation, and the time records place them closely

@@ -26,6 +26,7 @@ const char *const hs_end_reasons[HS_END_REASONS + 1] = {
 	[HS_END_EXEC] = "exec",
 	[HS_END__EXIT] = "_exit",
 	[HS_END_ERROR] = "error",
+	[HS_END_SIGNAL] = "signal",
 };
 
 const char *hs_end_reason_name(unsigned reason)

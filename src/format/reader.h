@@ -61,6 +61,7 @@ struct hs_record {
 	unsigned end_reason;
 	uint64_t counts[HS_COUNT_MAX];
 	uint64_t wait_status;
+	uint64_t signal; /* HS_EXT_SIGNAL */
 	/* HS_REC_EXT: its type and payload; a known type's fields are
 	 * decoded into the fields above (ptr, size, stack, str) and map */
 	uint64_t ext_type;

@@ -202,6 +202,9 @@ static const struct hs_rec_desc ext_descs[] = {
 	{ HS_EXT_PY_AT, "pyat", 0, 1, {
 		REST("python", HS_P_DEC, py.python),
 	  }, ORDER_STORED },
+	{ HS_EXT_SIGNAL, "signal", 0, 1, {
+		REST("signal", HS_P_DEC, signal),
+	  }, ORDER_STORED },
 };
 
 #define NEXT_DESCS (sizeof(ext_descs) / sizeof(ext_descs[0]))

@@ -87,6 +87,8 @@ enum hs_ext_type {
 			    * the interpreter frames the Python ones stand
 			    * for) under this Python frame node (0: none),
 			    * until the next HS_EXT_PY_AT of the thread */
+	HS_EXT_SIGNAL = 13, /* the signal the process dies of, just before
+			     * an end of reason HS_END_SIGNAL */
 };
 
 /* HS_EXT_PY_FRAME flags. */
@@ -171,6 +173,9 @@ enum hs_end_reason {
 	HS_END_EXEC = 1,  /* the image was replaced by exec */
 	HS_END__EXIT = 2, /* _exit()/_Exit() */
 	HS_END_ERROR = 3, /* recording stopped on an error */
+	HS_END_SIGNAL = 4, /* a signal whose default action ends the process
+			    * came (HS_EXT_SIGNAL says which): the process
+			    * dies of it, exit handlers unrun */
 	HS_END_REASONS
 };
 
@@ -192,7 +197,7 @@ enum hs_count {
 };
 
 const char *hs_fn_name(unsigned fn);
-/* "exit", "exec", "_exit", "error"; "?" for others */
+/* "exit", "exec", "_exit", "error", "signal"; "?" for others */
 const char *hs_end_reason_name(unsigned reason);
 extern const char *const hs_end_reasons[HS_END_REASONS + 1]; /* NULL-ended */
 

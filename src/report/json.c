@@ -147,6 +147,10 @@ static cJSON *trace(const struct analysis *a)
 	cJSON_AddBoolToObject(t, "writing", a->writing);
 	str_or_null(t, "end_reason",
 		    a->has_end ? words_end_reason(a->end_reason) : NULL);
+	if (a->end_signal)
+		num(t, "end_signal", a->end_signal);
+	else
+		cJSON_AddNullToObject(t, "end_signal");
 	str_or_null(t, "stopped", a->stopped[0] ? a->stopped : NULL);
 	num(t, "unrecorded", (double)a->unrecorded);
 	str_or_null(t, "malloc_owner", a->malloc_owner);

@@ -10,6 +10,7 @@
 #include "analyze/recording.h"
 #include "analyze/symbols.h"
 #include "base/error.h"
+#include "format/trace_format.h"
 #include "frame_names.h"
 #include "words.h"
 #include "writers.h"
@@ -52,7 +53,9 @@ static void summary(FILE *o, const struct analysis *a)
 	fprintf(o, ")\n");
 	fprintf(o, "  trace     %" PRIu64 " events in %.3f s, %s\n", a->events,
 		a->duration_ns / 1e9,
-		a->complete ? "complete"
+		a->complete && a->has_end && a->end_reason == HS_END_SIGNAL
+			? "complete, to the signal that killed it"
+		: a->complete ? "complete"
 		: a->writing
 			? "INCOMPLETE: still being written (its process is "
 			  "running), read up to the last whole chunk"
