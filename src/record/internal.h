@@ -59,6 +59,8 @@ void settings_read(void);
 
 /* ns since the trace started */
 uint64_t now_ns(void);
+/* lock_take, given up at deadline (now_ns): -1 then. */
+int lock_take_by(hs_lock *l, int self, uint64_t deadline);
 
 /* ---- fail.c: how recording stops ---- */
 
@@ -150,6 +152,10 @@ void writer_stop(void);
  * out of the process: calls it refuses to a process of several threads
  * come next. */
 void writer_stop_reaped(void);
+/* The same from a handler of a signal the process dies of: the lock
+ * taken and the writer waited for until deadline (now_ns) at most; 0 if
+ * it stopped, -1 if not (it may still write).  It is not joined. */
+int writer_stop_by(uint64_t deadline);
 /* The writer ended by itself (recording stopped): joins it. */
 void writer_join(void);
 int writer_running(void);

@@ -147,6 +147,8 @@ void recorder_init(int argc, char **argv)
 	if (hs_env.execed_pid == (long)getpid())
 		options |= HS_OPT_EXECED;
 	start_trace(options, 1);
+	if (hs_live->on)
+		signals_arm();
 out:
 	if (!hs_started)
 		trace_drop_token();
@@ -154,12 +156,33 @@ out:
 	busy_leave(t);
 }
 
+/* Lock held, the writer stopped (or, at exec, idle): everything buffered,
+ * then the end record; sig: the signal the process dies of, 0 if none. */
+static void write_end(unsigned reason, const char *exec_path, int sig)
+{
+	struct recorder *R = &hs_rec;
+	/* static: this may run on a handler's small alternate stack */
+	static uint8_t end[HS_SIGNAL_MAX + RECORDS_END_MAX];
+	/* first let the writer finish, since other threads may append while
+	 * we wait: the end record's counts must include them */
+	if (hs_live->on && buffer_wait_idle() == 0 && hs_live->on) {
+		uint8_t *p = sig ? enc_signal(end, (uint64_t)sig) : end;
+		size_t n = (size_t)(p - end) +
+			   records_end(p, reason, exec_path,
+				       R->failed ? R->stop_reason : NULL,
+				       R->counts);
+		if (buffer_flush(end, n) == 0)
+			R->ended = 1;
+		/* nothing after the end record: at exec the other threads
+		 * still run until the kernel replaces the image */
+		hs_live->on = 0;
+	}
+}
+
 static void finish(unsigned reason, const char *exec_path)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
-	/* static: this may run on a handler's small alternate stack */
-	static uint8_t end[RECORDS_END_MAX];
 	/* a vfork child shares our memory: it must not touch the trace */
 	if (!hs_started || getpid() != R->pid)
 		return;
@@ -188,18 +211,7 @@ static void finish(unsigned reason, const char *exec_path)
 	if (reason != HS_END_EXEC || R->failed)
 		writer_stop();
 	rec_lock();
-	/* first let the writer finish, since other threads may append while
-	 * we wait: the end record's counts must include them */
-	if (hs_live->on && buffer_wait_idle() == 0 && hs_live->on) {
-		size_t n = records_end(end, reason, exec_path,
-				       R->failed ? R->stop_reason : NULL,
-				       R->counts);
-		if (buffer_flush(end, n) == 0)
-			R->ended = 1;
-		/* nothing after the end record: at exec the other threads
-		 * still run until the kernel replaces the image */
-		hs_live->on = 0;
-	}
+	write_end(reason, exec_path, 0);
 	if (R->failed) {
 		if (writer_running()) { /* it may hold a buffer in hand */
 			rec_unlock();
@@ -222,6 +234,65 @@ void recorder_end(unsigned reason)
 void recorder_before_exec(const char *path)
 {
 	finish(HS_END_EXEC, path ? path : "");
+}
+
+/* How long the last words may take: the thread may have stopped holding
+ * what the writer or another thread waits for (the loader's lock, an
+ * arena's, a realloc's hold on ours), and the process must die all the
+ * same, the trace then ending at its last whole chunk as it would have. */
+#define LAST_WORDS_NS (2000 * 1000000ull)
+
+static void nap(void)
+{
+	struct timespec ts = { 0, 100000 };
+	nanosleep(&ts, NULL);
+}
+
+int lock_take_by(hs_lock *l, int self, uint64_t deadline)
+{
+	while (!lock_try(l, self)) {
+		if (now_ns() >= deadline)
+			return -1;
+		nap();
+	}
+	return 0;
+}
+
+void recorder_end_signal(int sig)
+{
+	struct recorder *R = &hs_rec;
+	struct tstate *t = &hs_thread;
+	static int claimed;
+	if (!hs_started || getpid() != R->pid || !hs_live->on || R->ended)
+		return;
+	int self = hs_tid();
+	/* the recorder's own code stopped half way (a realloc's call of the
+	 * allocator, which holds our lock, is not ours: it never returns,
+	 * and nothing of it was written) */
+	if (writer_self(self) ||
+	    (lock_owned(&R->lock, self) && !hs_guard.real))
+		return;
+	uint64_t deadline = now_ns() + LAST_WORDS_NS;
+	if (__atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL)) {
+		/* another thread writes them, and then ends the process */
+		while (now_ns() < deadline)
+			nap();
+		return;
+	}
+	busy_enter(t);
+	internal_begin();
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (lock_owned(&R->lock, self))
+		lock_give(&R->lock);
+	if (writer_stop_by(deadline) == 0 &&
+	    lock_take_by(&R->lock, self, deadline) == 0) {
+		write_end(HS_END_SIGNAL, NULL, sig);
+		lock_give(&R->lock);
+	}
+	pthread_setcancelstate(cancel, NULL);
+	internal_end();
+	busy_leave(t);
 }
 
 int recorder_writer_pause(void)

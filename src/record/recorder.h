@@ -97,6 +97,9 @@ static inline int recorder_wants(const struct tstate *t)
 /* signals.c: lets the signals deferred while busy through; in a forked
  * child, forgets them (they were the parent's) */
 void signals_replay(struct tstate *t);
+/* Recording started: the signals the program leaves to a default action
+ * that ends the process end the trace first (signals.c). */
+void signals_arm(void);
 void signals_forget(struct tstate *t);
 
 /* The thread enters and leaves recorder code.  Leaving the outermost
@@ -155,6 +158,10 @@ static inline enum hook_mode hook_mode(const struct tstate *t)
 void recorder_init(int argc, char **argv);
 void recorder_end(unsigned reason);
 void recorder_before_exec(const char *path);
+/* From a handler of signal sig, whose default action ends the process
+ * (signals.c): the trace is ended now, as at exit, when that can be done
+ * within a bounded time. */
+void recorder_end_signal(int sig);
 void recorder_exec_failed(void); /* exec returned: record again */
 /* Around a call the kernel refuses to a process of more than one thread
  * (unshare of a user namespace, setns into one or into a mount

@@ -16,7 +16,15 @@
  * their handlers run at once, as do handlers installed by the raw system
  * call.  What those allocate is recorded by rec_nested; if one leaves by
  * longjmp, the interposed longjmp family notices and the recorder lets
- * go of what the interrupted code held (recorder_abandoned). */
+ * go of what the interrupted code held (recorder_abandoned).
+ *
+ * A signal whose default action ends the process would end it with the
+ * events of up to the last half second still buffered.  So while the
+ * program leaves such a signal to its default action, the kernel's
+ * action is the recorder's last_words, which ends the trace as exit
+ * would, then puts the default action back and sends the signal again:
+ * the process dies of it as it would have.  The program's view (what
+ * sigaction reports) stays the default action. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -45,6 +53,8 @@ static struct {
  * was in sigaction finds it free. */
 static struct sigaction user[NSIGS];
 #define TABLE_LOCK (&hs_live->table_lock)
+/* last_words is the kernel's action for the program's default ones */
+static int armed;
 
 static void resolve(void)
 {
@@ -104,6 +114,99 @@ static int defer_slot(struct tstate *t)
 	return -1;
 }
 
+/* Signals whose default action ends the process (core or not), for
+ * last_words; glibc's own (32, 33) and the ones that stop or are ignored
+ * by default are not.  The real-time ones from SIGRTMIN on end it too. */
+static int ends_process(int sig)
+{
+	switch (sig) {
+	case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP:
+	case SIGABRT: case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV:
+	case SIGUSR2: case SIGPIPE: case SIGALRM: case SIGTERM:
+	case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:
+	case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
+		return 1;
+	default:
+		return sig >= SIGRTMIN && sig < NSIGS;
+	}
+}
+
+static void last_words(int sig, siginfo_t *si, void *ucv);
+
+/* What the kernel is given for the program's action a: last_words in
+ * place of a default action that ends the process (in k), else a. */
+static const struct sigaction *kernel_action(int sig,
+					     const struct sigaction *a,
+					     struct sigaction *k)
+{
+	if (!armed || !a || a->sa_handler != SIG_DFL || !ends_process(sig))
+		return a;
+	memset(k, 0, sizeof(*k));
+	k->sa_sigaction = last_words;
+	k->sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&k->sa_mask); /* nothing comes between, but faults */
+	return k;
+}
+
+/* The thread's signal, blocked until it leaves recorder code (which
+ * replays it), if it may wait: 1 then. */
+static int defer(struct tstate *t, int sig, const siginfo_t *si, void *ucv)
+{
+	int slot = deferrable(t, sig, si) ? defer_slot(t) : -1;
+	if (slot < 0)
+		return 0;
+	/* filled before the thread leaves recorder code, which replays it:
+	 * nothing else reads it meanwhile */
+	ucontext_t *uc = ucv;
+	struct deferred *d = &t->deferred[slot];
+	d->sig = sig;
+	d->pid = getpid();
+	memcpy(&d->info, si, sizeof(*si));
+	sigaddset(&uc->uc_sigmask, sig);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return 1;
+}
+
+/* The kernel's action for a signal the program leaves to its default
+ * action, which ends the process: the trace ended first.  Never held
+ * back like the program's handlers: no code of the program's runs here,
+ * and the recorder code it interrupts never goes on (a thread waiting
+ * for the writer would otherwise wait on, where natively it died). */
+static void last_words(int sig, siginfo_t *si, void *ucv)
+{
+	(void)ucv;
+	int e = errno;
+	recorder_end_signal(sig);
+	/* the default action, and the signal again: pending until the
+	 * handler returns (all are blocked here), it then ends the process;
+	 * a fault's instruction is never run again */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	real.sigaction(sig, &dfl, NULL);
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)gettid(), sig, si);
+	errno = e;
+}
+
+void signals_arm(void)
+{
+	resolve();
+	if (!real.sigaction)
+		return;
+	int self = hs_tid();
+	lock_take(TABLE_LOCK, self);
+	armed = 1;
+	for (int sig = 1; sig < NSIGS; sig++) {
+		struct sigaction cur, k;
+		if (!ends_process(sig) || real.sigaction(sig, NULL, &cur) ||
+		    cur.sa_handler != SIG_DFL)
+			continue;
+		user[sig] = cur; /* the program's view: as it is */
+		real.sigaction(sig, kernel_action(sig, &cur, &k), NULL);
+	}
+	lock_give(TABLE_LOCK);
+}
+
 /* A one-shot handler (SA_RESETHAND) is made so here, not by the kernel,
  * which would leave our SA_SIGINFO in the flags the program reads back:
  * the first delivery claims it and puts the default action in place,
@@ -118,27 +221,15 @@ static int claim_one_shot(int sig, const struct sigaction *a)
 		return 0;
 	struct sigaction dfl = *a;
 	dfl.sa_handler = SIG_DFL;
-	real.sigaction(sig, &dfl, NULL);
+	real.sigaction(sig, kernel_action(sig, &dfl, &dfl), NULL);
 	return 1;
 }
 
 /* The handler installed for every handled signal. */
 static void wrapper(int sig, siginfo_t *si, void *ucv)
 {
-	struct tstate *t = &hs_thread;
-	int slot = deferrable(t, sig, si) ? defer_slot(t) : -1;
-	if (slot >= 0) {
-		/* filled before the thread leaves recorder code, which
-		 * replays it: nothing else reads it meanwhile */
-		ucontext_t *uc = ucv;
-		struct deferred *d = &t->deferred[slot];
-		d->sig = sig;
-		d->pid = getpid();
-		memcpy(&d->info, si, sizeof(*si));
-		sigaddset(&uc->uc_sigmask, sig);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (defer(&hs_thread, sig, si, ucv))
 		return;
-	}
 	struct sigaction a = user[sig];
 	if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN)
 		return; /* replaced meanwhile */
@@ -223,21 +314,23 @@ EXPORT int sigaction(int sig, const struct sigaction *act,
 	if (locked)
 		lock_take(TABLE_LOCK, self);
 	struct sigaction prev = user[sig], k, kold;
-	const struct sigaction *use = act;
+	const struct sigaction *use = kernel_action(sig, act, &k);
 	if (wrappable(sig, act)) {
 		k = *act;
 		k.sa_sigaction = wrapper;
 		k.sa_flags = (k.sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
 		use = &k;
-		user[sig] = *act;
 	}
+	if (use != act)
+		user[sig] = *act;
 	int rc = real.sigaction(sig, use, &kold);
 	int e = errno;
 	if (rc)
 		user[sig] = prev;
 	if (rc == 0 && old) {
 		*old = kold;
-		if ((void *)kold.sa_sigaction == (void *)wrapper)
+		if ((void *)kold.sa_sigaction == (void *)wrapper ||
+		    (void *)kold.sa_sigaction == (void *)last_words)
 			*old = prev;
 	}
 	if (locked)

@@ -27,6 +27,7 @@ static struct {
 	ZSTD_CCtx *cctx;
 	uint8_t *work;  /* room to transpose a buffer into columns */
 	int tid;        /* the writer thread's, while it runs */
+	int done;       /* it has given everything back and is ending */
 } W;
 
 /* A chunk that was compressed in place of its rows and not written: what
@@ -209,6 +210,7 @@ static void *writer_main(void *arg)
 	 * hs_fail (sent without the lock) it may have missed, sees this */
 	buffer_unblock();
 	lock_give(&R->lock);
+	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -217,6 +219,7 @@ int writer_start(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	W.stop = 0;
+	W.done = 0;
 	/* the writer takes none of the program's signals */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
@@ -239,6 +242,25 @@ void writer_stop(void)
 	lock_give(&hs_rec.lock);
 	pthread_join(W.thread, NULL);
 	W.running = 0;
+}
+
+int writer_stop_by(uint64_t deadline)
+{
+	if (!W.running)
+		return 0;
+	if (lock_take_by(&hs_rec.lock, hs_tid(), deadline))
+		return -1;
+	W.stop = 1;
+	writer_wake(1);
+	lock_give(&hs_rec.lock);
+	while (!__atomic_load_n(&W.done, __ATOMIC_ACQUIRE)) {
+		if (now_ns() >= deadline)
+			return -1;
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	W.running = 0;
+	return 0;
 }
 
 void writer_stop_reaped(void)

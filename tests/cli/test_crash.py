@@ -2,7 +2,8 @@
 """8. Crash safety: a victim allocating continuously, with batch marks, is
 killed with SIGKILL after ~1.5 s.  Its trace is readable up to the last
 flush: dump exits 0, says incomplete on stderr, --stats reports
-complete: no and the events read so far."""
+complete: no and the events read so far.  Killed with SIGTERM instead, it
+ends its trace first: complete, with the signal in it."""
 import os
 import signal
 import subprocess
@@ -110,6 +111,12 @@ def test_sigterm_to_record():
         s = dump_stats(os.path.join(d, "trace.hst"))
         check_eq(s.get("exit_signal"), signal.SIGTERM, "trace: exit_signal")
         check(s.get("events", 0) > 0, "SIGTERM'd trace: no events")
+        # the recorder ended the trace before the process died of it
+        check_eq(s.get("complete"), "yes", "SIGTERM'd trace: complete")
+        check_eq(s.get("end_signal"), signal.SIGTERM,
+                 "SIGTERM'd trace: end_signal")
+        check_eq(s.get("counts_verified"), "yes",
+                 "SIGTERM'd trace: counts_verified")
 
 
 if __name__ == "__main__":
