@@ -652,6 +652,27 @@ static int rank_maps(struct analysis *a, struct pass *p, size_t top)
 	return 0;
 }
 
+/* Of the free pages pinned at the last batch, the share below blocks of
+ * stacks that grow (ranked one by one: by their ids). */
+static double pinned_by_growing(const struct analysis *a)
+{
+	uint64_t by_growing = 0;
+	for (size_t i = 0; i < a->npins; i++) {
+		const struct pin_group *g = &a->pins[i];
+		for (size_t k = 0; k < a->nranked; k++) {
+			const struct stack_growth *s = &a->ranked[k];
+			if (s->bytes_per_batch <= 0)
+				break; /* ranked: the rest do not grow */
+			if (s->id == g->id && s->r2 >= 0.5) {
+				by_growing += g->pinned_bytes;
+				break;
+			}
+		}
+	}
+	return a->pinned_bytes ? (double)by_growing / (double)a->pinned_bytes
+			       : 0;
+}
+
 /* The verdict, from the growth and the stacks ranked one by one. */
 static void decide(struct analysis *a)
 {
@@ -675,6 +696,8 @@ static void decide(struct analysis *a)
 		/* the run's end seen: not a trace whose recording stopped */
 		.complete = a->complete && !a->stopped[0],
 		.killed = a->has_end && a->end_reason == HS_END_SIGNAL,
+		.has_pins = a->pinned_bytes > 0 && !a->by_site,
+		.pinned_by_growing = a->by_site ? 0 : pinned_by_growing(a),
 		.has_maps = g->has_maps,
 		.mapped_slope = g->mapped.slope,
 		.mapped_r2 = g->mapped.r2,

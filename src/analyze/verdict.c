@@ -19,6 +19,9 @@
  * - L grows and R does not, or L >= 0.5 R: leak or retention.
  * - Otherwise R grows and neither L nor M explains it:
  *   - T >= 0.5 R (glibc): fragmentation, or mixed when (L + M) >= 0.2 R;
+ *     a fragmentation whose pinned free pages lie, for half or more,
+ *     below blocks of growing stacks while L grows says so: the program
+ *     keeps the blocks that hold the freed memory in place;
  *   - neither L nor M grows, RSS started below the memory held (live +
  *     mapped) at the first batch of the regression and rose, up to the
  *     last, by no more than the memory held at the last: touching (the
@@ -49,6 +52,7 @@
 #define EXPLAINS 0.5
 #define FRAGMENTS 0.2
 #define LEAK_SHARE 0.5
+#define PINNED_BY_GROWING 0.5
 
 static int grows(double slope, double r2, double mean, size_t points,
 		 double min_bytes)
@@ -93,12 +97,22 @@ static const char *unexplained(const struct verdict_input *in,
 			 (out->live_grows || out->mapped_grows);
 	if (in->has_retained && in->retained_slope >= EXPLAINS * R) {
 		out->verdict = part ? VERDICT_MIXED : VERDICT_FRAGMENTATION;
-		return part ? "glibc's retained memory explains most of R (T >= "
-			      "0.5 R) and the live heap and mappings part "
-			      "((L + M) >= 0.2 R): both matter"
-			    : "glibc's retained memory (holes and free top) "
-			      "explains most of R (T >= 0.5 R): the allocator "
-			      "keeps freed memory";
+		if (part)
+			return "glibc's retained memory explains most of R (T "
+			       ">= 0.5 R) and the live heap and mappings part "
+			       "((L + M) >= 0.2 R): both matter";
+		if (out->live_grows && in->has_pins &&
+		    in->pinned_by_growing >= PINNED_BY_GROWING)
+			return "glibc's retained memory (holes and free top) "
+			       "explains most of R (T >= 0.5 R), and most of "
+			       "the free pages it keeps lie below blocks of "
+			       "the growing stacks (>= 0.5 of those pinned): "
+			       "blocks the program keeps every batch hold the "
+			       "freed memory in place; the growing stacks are "
+			       "the cause to look at first";
+		return "glibc's retained memory (holes and free top) "
+		       "explains most of R (T >= 0.5 R): the allocator "
+		       "keeps freed memory";
 	}
 	if (!out->live_grows && !out->mapped_grows && touching(in)) {
 		out->verdict = VERDICT_TOUCHING;

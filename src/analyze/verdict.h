@@ -36,6 +36,11 @@ struct verdict_input {
 	size_t nstacks;
 	int complete;            /* the run's end was recorded (END, not a stop) */
 	int killed;              /* that end was a signal's: exit never came */
+	/* glibc's free pages below live blocks at the last batch: whether
+	 * any are known, and the share held down by blocks of stacks that
+	 * grow (the program keeps them, and they keep the pages) */
+	int has_pins;
+	double pinned_by_growing;
 	/* the memory the program mapped itself (trace with HS_OPT_MAPS) */
 	int has_maps;
 	double mapped_slope, mapped_r2, mapped_mean;

@@ -302,8 +302,13 @@ static void decomposition(FILE *o, const struct analysis *a)
 		fprintf(o, ", pages with live data %s\n",
 			words_bytes((double)b->footprint_bytes, b4,
 				    sizeof(b4)));
+		/* a top that grows by pages, not by noise */
+		size_t points = a->series.n > a->warmup
+					? a->series.n - a->warmup
+					: 0;
 		if (g->has_top && g->top.slope > 0 &&
-		    g->top.slope >= 0.25 * g->retained.slope)
+		    g->top.slope >= 0.25 * g->retained.slope && points > 1 &&
+		    g->top.slope * (double)(points - 1) >= 256.0 * 1024)
 			fprintf(o, "  the free top grows: glibc trims it only "
 				   "above its trim threshold, which freeing "
 				   "large\n  mmapped blocks raises; "

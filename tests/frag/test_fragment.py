@@ -63,6 +63,9 @@ def test_fragmentation():
     g, f = rep["growth"], rep["fragmentation"]
     w = rep["batches"]["warmup"]
     check_eq(rep["verdict"], "fragmentation", "verdict")
+    # the summaries it keeps are what pins the holes: the why says so
+    check("below blocks of the growing stacks" in rep["verdict_reason"],
+          f"verdict reason: {rep['verdict_reason']!r}")
     near(g["live_bytes_per_batch"], PIN_BYTES, 0.01, "live slope")
     check(g["rss_bytes_per_batch"] >= 10 * g["live_bytes_per_batch"],
           f"RSS slope {g['rss_bytes_per_batch']:.0f} is not 10x the live "

@@ -249,6 +249,36 @@ static void test_retained(void)
 	CHECK(decide(&in) == VERDICT_FRAGMENTATION);
 }
 
+/* A fragmentation whose pinned pages lie mostly below blocks of growing
+ * stacks, while the live heap grows, says the program's kept blocks hold
+ * them; not when the live heap is flat, or the pins are others'. */
+static void test_pinned_by_growing(void)
+{
+	struct verdict_input in = input(20000, 1, 1000000);
+	struct verdict_why why;
+	in.has_retained = 1;
+	in.retained_slope = 900000;
+	in.has_pins = 1;
+	in.pinned_by_growing = 0.5;
+	verdict_decide(&in, &why);
+	CHECK(why.verdict == VERDICT_FRAGMENTATION &&
+	      strstr(why.text, "below blocks of the growing stacks"));
+	in.pinned_by_growing = 0.49;
+	verdict_decide(&in, &why);
+	CHECK(why.verdict == VERDICT_FRAGMENTATION &&
+	      !strstr(why.text, "growing stacks") &&
+	      strstr(why.text, "the allocator keeps freed memory"));
+	in.pinned_by_growing = 1;
+	in.has_pins = 0;
+	verdict_decide(&in, &why);
+	CHECK(!strstr(why.text, "growing stacks"));
+	in.has_pins = 1;
+	in.live_slope = 0; /* nothing kept grows */
+	verdict_decide(&in, &why);
+	CHECK(why.verdict == VERDICT_FRAGMENTATION &&
+	      !strstr(why.text, "growing stacks"));
+}
+
 /* RSS rises into memory already held (xz -6): touching when RSS starts
  * below live + mapped and rises by no more than that. */
 static void test_touching(void)
@@ -294,6 +324,7 @@ int main(void)
 	test_footprint();
 	test_mapped();
 	test_retained();
+	test_pinned_by_growing();
 	test_touching();
 	return check_report("verdict");
 }
