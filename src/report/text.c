@@ -576,9 +576,20 @@ static void mappings(FILE *o, const struct analysis *a,
 	}
 	if (!a->maps_shown)
 		return;
-	fprintf(o, "\nTop mapping stacks by growth per batch (%zu of %zu):\n",
-		a->maps_shown, a->nmap_ranked);
-	for (size_t i = 0; i < a->maps_shown; i++) {
+	/* ranked: those that grow first; the others are start-up's (a
+	 * runtime's code and heap reserved once), the JSON report has them */
+	size_t growing = 0;
+	while (growing < a->maps_shown &&
+	       a->map_ranked[growing].bytes_per_batch > 0)
+		growing++;
+	if (!growing) {
+		fprintf(o, "\nNo mapping stack grows (%zu in all; the JSON "
+			   "report ranks them).\n", a->nmap_ranked);
+		return;
+	}
+	fprintf(o, "\nTop mapping stacks by growth per batch (%zu of %zu; "
+		   "those that grow):\n", growing, a->nmap_ranked);
+	for (size_t i = 0; i < growing; i++) {
 		const struct stack_growth *m = &a->map_ranked[i];
 		unsigned kind = a->map_info[i].kind;
 		fprintf(o, "\n#%-3zu %s/batch  %s %.2f  %s  mapped at last batch "

@@ -177,6 +177,13 @@ def test_python_finalization():
                              capture_output=True, text=True).stdout
         check("# pythonmalloc malloc (set by record)" in hdr,
               "the header says record set PYTHONMALLOC=malloc")
+        # the interpreter's start-up mappings do not grow: not listed
+        text = subprocess.run([os.environ["HEAPSLOPE"], "analyze",
+                               r.trace()], capture_output=True,
+                              text=True).stdout
+        check("No mapping stack grows" in text and
+              "Top mapping stacks" not in text,
+              "analyze lists mapping stacks that do not grow")
 
 
 def test_pymalloc_kept():
