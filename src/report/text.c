@@ -176,6 +176,46 @@ static void top_mapping(FILE *o, const struct analysis *a,
 		words_bytes(m->bytes_per_batch, b1, sizeof(b1)));
 }
 
+/* What a mapping stack's frames say of a runtime that keeps a heap of
+ * its own in the memory it maps: what is there, and what names it; NULL
+ * when none is known. */
+static const char *runtime_heap(const struct stack_growth *m)
+{
+	for (size_t i = 0; i < m->nframes; i++) {
+		const struct frame *f = &m->frames[i];
+		const char *fn = f->function ? f->function : "";
+		const char *mod = f->module ? strrchr(f->module, '/') : NULL;
+		mod = mod ? mod + 1 : f->module ? f->module : "";
+		if (!strncmp(fn, "v8::", 4))
+			return "V8's JavaScript heap: its objects are not "
+			       "malloc blocks, and their JavaScript "
+			       "allocation sites are not in these stacks; a "
+			       "heap snapshot names them (node "
+			       "--heapsnapshot-signal=SIGUSR2, or the "
+			       "inspector)";
+		if (!strncmp(mod, "libjvm.so", 9))
+			return "the JVM's Java heap: its objects are not "
+			       "malloc blocks, and their Java allocation "
+			       "sites are not in these stacks; a heap dump "
+			       "names them (jcmd PID GC.heap_dump)";
+		if (!strncmp(mod, "libcoreclr.so", 13))
+			return ".NET's managed heap: its objects are not "
+			       "malloc blocks; dotnet-gcdump names them";
+		/* the arenas are mapped under the object allocator's entry
+		 * points (its own functions are static in a stripped
+		 * interpreter) */
+		if ((!strncmp(mod, "python3", 7) ||
+		     !strncmp(mod, "libpython3", 10)) &&
+		    (!strncmp(fn, "_PyObject_", 10) ||
+		     !strncmp(fn, "PyObject_", 9) || !strcmp(fn, "new_arena")))
+			return "CPython's own object allocator (pymalloc's "
+			       "arenas): record without --keep-pymalloc, and "
+			       "its objects are malloc blocks with their "
+			       "Python lines";
+	}
+	return NULL;
+}
+
 static void verdict(FILE *o, const struct analysis *a,
 		    const struct report_opts *ro)
 {
@@ -199,8 +239,12 @@ static void verdict(FILE *o, const struct analysis *a,
 			words_bytes(g->heap.slope, b1, sizeof(b1)));
 	fprintf(o, ", over %zu batches\n", g->live.n);
 	fprintf(o, "  why: %s\n", a->verdict.text);
-	if (a->verdict.verdict == VERDICT_MAPPED && a->maps_shown)
+	if (a->verdict.verdict == VERDICT_MAPPED && a->maps_shown) {
 		top_mapping(o, a, ro);
+		const char *rt = runtime_heap(&a->map_ranked[0]);
+		if (rt)
+			fprintf(o, "  runtime: it is %s\n", rt);
+	}
 }
 
 /* " (42%)": v's share of RSS's slope, or "" without RSS. */

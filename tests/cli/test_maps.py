@@ -202,6 +202,23 @@ def test_pymalloc_kept():
                              capture_output=True, text=True).stdout
         check("pythonmalloc" not in hdr, "--keep-pymalloc: header says "
               "nothing of PYTHONMALLOC")
+        # objects kept every batch, in pymalloc's arenas: a mapped
+        # verdict, which says whose heap that is
+        grow = ("import ctypes, time\n"
+                "mark = ctypes.CDLL(None).heapslope_mark_batch\n"
+                "keep = []\n"
+                "for i in range(30):\n"
+                "    keep.extend(('x%d' % j, j) for j in range(3000))\n"
+                "    mark()\n")
+        r = record(["/usr/bin/python3", "-c", grow], d,
+                   opts=["--keep-pymalloc"], output="grow.hst")
+        text = subprocess.run([os.environ["HEAPSLOPE"], "analyze",
+                               r.trace()], capture_output=True,
+                              text=True).stdout
+        check("Verdict: mapped" in text and
+              "runtime: it is CPython's own object allocator" in text,
+              "--keep-pymalloc growth: the verdict and whose heap it is:\n"
+              + text[:1500])
         env = dict(os.environ, PYTHONMALLOC="malloc")
         r = record(["/usr/bin/python3", "-c", "pass"], d, env=env,
                    output="own.hst")
