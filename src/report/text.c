@@ -179,8 +179,20 @@ static void top_mapping(FILE *o, const struct analysis *a,
 /* What a mapping stack's frames say of a runtime that keeps a heap of
  * its own in the memory it maps: what is there, and what names it; NULL
  * when none is known. */
-static const char *runtime_heap(const struct stack_growth *m)
+static const char *runtime_heap(const struct analysis *a,
+				const struct stack_growth *m)
 {
+	/* CPython with its own allocator kept: what the interpreter itself
+	 * maps is pymalloc's arenas */
+	const char *mod0 = m->nframes && m->frames[0].module
+				   ? strrchr(m->frames[0].module, '/')
+				   : NULL;
+	mod0 = mod0 ? mod0 + 1 : "";
+	if (a->python && !a->pymalloc_replaced &&
+	    (!strncmp(mod0, "python3", 7) || !strncmp(mod0, "libpython3", 10)))
+		return "CPython's own object allocator (pymalloc's arenas): "
+		       "record without --keep-pymalloc, and its objects are "
+		       "malloc blocks with their Python lines";
 	for (size_t i = 0; i < m->nframes; i++) {
 		const struct frame *f = &m->frames[i];
 		const char *fn = f->function ? f->function : "";
@@ -201,17 +213,6 @@ static const char *runtime_heap(const struct stack_growth *m)
 		if (!strncmp(mod, "libcoreclr.so", 13))
 			return ".NET's managed heap: its objects are not "
 			       "malloc blocks; dotnet-gcdump names them";
-		/* the arenas are mapped under the object allocator's entry
-		 * points (its own functions are static in a stripped
-		 * interpreter) */
-		if ((!strncmp(mod, "python3", 7) ||
-		     !strncmp(mod, "libpython3", 10)) &&
-		    (!strncmp(fn, "_PyObject_", 10) ||
-		     !strncmp(fn, "PyObject_", 9) || !strcmp(fn, "new_arena")))
-			return "CPython's own object allocator (pymalloc's "
-			       "arenas): record without --keep-pymalloc, and "
-			       "its objects are malloc blocks with their "
-			       "Python lines";
 	}
 	return NULL;
 }
@@ -241,7 +242,7 @@ static void verdict(FILE *o, const struct analysis *a,
 	fprintf(o, "  why: %s\n", a->verdict.text);
 	if (a->verdict.verdict == VERDICT_MAPPED && a->maps_shown) {
 		top_mapping(o, a, ro);
-		const char *rt = runtime_heap(&a->map_ranked[0]);
+		const char *rt = runtime_heap(a, &a->map_ranked[0]);
 		if (rt)
 			fprintf(o, "  runtime: it is %s\n", rt);
 	}
