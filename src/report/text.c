@@ -88,8 +88,13 @@ static void summary(FILE *o, const struct analysis *a)
 	fprintf(o, "  batches   %zu from %s", a->series.n, source_name(a));
 	if (a->source != BATCHES_MARKER)
 		fprintf(o, " of %g s", a->window_ns / 1e9);
-	fprintf(o, ", warm-up %zu%s\n", a->warmup,
+	fprintf(o, ", warm-up %zu%s", a->warmup,
 		a->warmup_auto ? " (automatic)" : "");
+	/* the units below are per batch: here, per window */
+	if (a->source != BATCHES_MARKER)
+		fprintf(o, "; \"/batch\" below is per %g s window",
+			a->window_ns / 1e9);
+	fputc('\n', o);
 }
 
 /* The other traces of the recording, when there are: which is which. */
