@@ -75,6 +75,20 @@ static double dlive(const struct batch *v, size_t i)
 	return fabs((double)v[i].live_bytes - prev);
 }
 
+/* dlive, unless the live heap comes back within a window: a spike that
+ * a garbage collection or a flush makes and undoes is not a change of
+ * level (the change from two windows before to the next one is taken
+ * then; in the last window, there is no next one) */
+static double level_change(const struct batch *v, size_t i, size_t n)
+{
+	double d = dlive(v, i);
+	if (i + 1 >= n)
+		return d;
+	double before = i >= 2 ? (double)v[i - 2].live_bytes : 0;
+	double across = fabs((double)v[i + 1].live_bytes - before);
+	return across < d ? across : d;
+}
+
 static double allocs(const struct batch *v, size_t i)
 {
 	return (double)v[i].allocations;
@@ -92,9 +106,18 @@ size_t range_startup_windows(const struct batch *v, size_t n)
 	free(scratch);
 	double dmax = SETTLED_FACTOR * md + SETTLED_BYTES;
 	double amax = SETTLED_FACTOR * ma + SETTLED_ALLOCS;
+	/* bursts the second half has too (a garbage collector's, a
+	 * periodic flush) are the run's own, not its start-up's: a window
+	 * of the first half is start-up only beyond the largest of those */
+	for (size_t i = n / 2; i < n; i++) {
+		if (dlive(v, i) > dmax)
+			dmax = dlive(v, i);
+		if (allocs(v, i) > amax)
+			amax = allocs(v, i);
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < n / 2; i++)
-		if (dlive(v, i) > dmax || allocs(v, i) > amax)
+		if (level_change(v, i, n) > dmax || allocs(v, i) > amax)
 			k = i + 1;
 	return k;
 }

@@ -30,9 +30,13 @@ int range_parse(const char *arg, const char *opt, struct range_bound *b);
  * steady level is the median, over the second half of the windows, of
  * the live heap's change per window |dL| and of the allocations per
  * window A.  A window is unsettled when |dL| > 4 x that median + 256 KiB
- * or A > 4 x that median + 1024.  The start-up ends after the last
- * unsettled window of the first half; returns how many windows it spans
- * (0: none).  Fewer than RANGE_MIN_WINDOWS windows: 0. */
+ * or A > 4 x that median + 1024, and beyond the largest |dL| or A of the
+ * second half (bursts the whole run has are not start-up); its |dL| is
+ * taken across the next window when that is smaller (a spike made and
+ * undone, as a garbage collection does, is no change of level).  The
+ * start-up ends after the last unsettled window of the first half;
+ * returns how many windows it spans (0: none).  Fewer than
+ * RANGE_MIN_WINDOWS windows: 0. */
 #define RANGE_MIN_WINDOWS 6
 size_t range_startup_windows(const struct batch *v, size_t n);
 

@@ -61,6 +61,20 @@ static void test_startup(void)
 	CHECK(range_startup_windows(v, N) == 3);
 	/* too few windows: no cut */
 	CHECK(range_startup_windows(v, RANGE_MIN_WINDOWS - 1) == 0);
+	/* a spike a collection makes and undoes within a window is no
+	 * start-up; a step that stays is */
+	steady(v, N);
+	v[7].live_bytes += 2000 * KiB;
+	CHECK(range_startup_windows(v, N) == 1);
+	for (size_t i = 7; i < N; i++)
+		v[i].live_bytes = 50000 * KiB + i * 100 * KiB + 2000 * KiB;
+	CHECK(range_startup_windows(v, N) == 8);
+	/* bursts of churn the second half has too are the run's own */
+	steady(v, N);
+	v[6].allocations = v[15].allocations = 5000;
+	CHECK(range_startup_windows(v, N) == 1);
+	v[15].allocations = 50;
+	CHECK(range_startup_windows(v, N) == 7);
 }
 
 static void test_teardown(void)
