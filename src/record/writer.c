@@ -1,8 +1,14 @@
 /* The writer thread: compresses the buffers handed over into chunks and
  * writes them, flushes at least twice a second, takes the periodic
  * samples and notices new modules.  Allocating threads never compress. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +24,7 @@
 #define ZSTD_LEVEL 3
 #define TICK_NS (10 * 1000000ull)          /* time records */
 #define FLUSH_NS (500 * 1000000ull)        /* at least twice per second */
+#define ORPHAN_NS (100 * 1000000ull)       /* orphaned() asked this often */
 
 static struct {
 	hs_wakeup wake;  /* a full buffer is pending, or stop */
@@ -28,6 +35,12 @@ static struct {
 	uint8_t *work;  /* room to transpose a buffer into columns */
 	int tid;        /* the writer thread's, while it runs */
 	int done;       /* it has given everything back and is ending */
+	/* glibc's count of the threads that keep the process: when the
+	 * last one leaves (pthread_exit from main, then the others return),
+	 * glibc ends the process with exit(0).  The writer is not one of
+	 * them: it is taken out of the count while it runs.  NULL: not
+	 * found (the writer then notices, orphaned()) */
+	unsigned *nthreads;
 } W;
 
 /* A chunk that was compressed in place of its rows and not written: what
@@ -39,6 +52,9 @@ static struct {
 
 int writer_create(void)
 {
+	W.nthreads = dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+	if (!W.nthreads)
+		(void)dlerror();
 	/* a static context: its whole workspace is resident before the
 	 * first sample, so the first compression does not show up as
 	 * program growth */
@@ -155,6 +171,59 @@ static int stopping(void)
 	return __atomic_load_n(&W.stop, __ATOMIC_RELAXED) || !hs_live->on;
 }
 
+/* The main thread's exit status, as wait reports it (field 52 of its
+ * stat); 0 if it cannot be read. */
+static int main_status(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')'); /* past the name, which may hold any */
+	if (!p)
+		return 0;
+	p++;
+	long v = 0;
+	for (int field = 3; field <= 52; field++) {
+		char *end;
+		while (*p == ' ')
+			p++;
+		if (field == 3) {
+			p++; /* the state, a letter */
+			continue;
+		}
+		v = strtol(p, &end, 10);
+		if (end == p)
+			return 0;
+		p = end;
+	}
+	return (int)v;
+}
+
+/* The program's threads are all gone, the main one included: this one
+ * alone keeps the process, which natively would have ended (they left
+ * by the raw exit system call, or glibc's count was not found).  The
+ * main thread, gone, has no executable in /proc any more, and its
+ * remains are the only entry of the task directory besides this
+ * thread's. */
+static int orphaned(void)
+{
+	char path[64], link[8];
+	pid_t pid = getpid();
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/exe", (int)pid);
+	if (readlink(path, link, sizeof(link)) >= 0 || errno != ENOENT ||
+	    stat("/proc/self/task", &st) || st.st_nlink != 2 + 2)
+		return 0;
+	return 1;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -165,6 +234,8 @@ static void *writer_main(void *arg)
 	uint64_t next_tick = now_ns() + TICK_NS;
 	uint64_t interval = (uint64_t)hs_settings.interval_ms * 1000000ull;
 	uint64_t next_sample = interval ? now_ns() + interval : UINT64_MAX;
+	uint64_t next_orphan = now_ns() + ORPHAN_NS;
+	int orphan = 0;
 	uint8_t *src;
 	size_t n;
 
@@ -198,7 +269,13 @@ static void *writer_main(void *arg)
 		 * memory (dlclose): never ask it with our lock held */
 		lock_give(&R->lock);
 		events_modules_poll();
+		if (t >= next_orphan) {
+			next_orphan = t + ORPHAN_NS;
+			orphan = orphaned();
+		}
 		lock_take(&R->lock, self);
+		if (orphan)
+			break;
 		buffer_flush_due(t, FLUSH_NS);
 		if (writer_write_pending())
 			break;
@@ -210,6 +287,25 @@ static void *writer_main(void *arg)
 	 * hs_fail (sent without the lock) it may have missed, sees this */
 	buffer_unblock();
 	lock_give(&R->lock);
+	if (orphan) {
+		/* the trace ended as _exit ends it, then the process with
+		 * the main thread's status, as the kernel ends it when its
+		 * last thread leaves (the last one's would count here) */
+		int status = main_status(getpid());
+		W.running = 0;
+		recorder_end(HS_END__EXIT);
+		syscall(SYS_exit_group, status >> 8 & 0xff);
+	}
+	/* glibc counts this thread out as it ends: counted back in first,
+	 * unless the count is 0, when its last thread already called
+	 * exit(0) (that exit is why the writer stops), which must not
+	 * come again from here */
+	unsigned c = W.nthreads ? __atomic_load_n(W.nthreads, __ATOMIC_ACQUIRE)
+				: 0;
+	while (c && !__atomic_compare_exchange_n(W.nthreads, &c, c + 1, 0,
+						 __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+		;
 	__atomic_store_n(&W.done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -228,6 +324,9 @@ int writer_start(void)
 		hs_fail("cannot start the writer thread", rc);
 		return -1;
 	}
+	/* counted in by pthread_create: not one that keeps the process */
+	if (W.nthreads)
+		__atomic_fetch_sub(W.nthreads, 1, __ATOMIC_ACQ_REL);
 	W.running = 1;
 	return 0;
 }

@@ -5,14 +5,16 @@ dies of that signal as it would have, with the same output and exit
 status; the program still sees the default action when it asks.  A
 signal the program ignores, or one an ignoring parent passed down,
 still does nothing.  And a process whose last words cannot be written
-(its writer held up) still dies, at most a couple of seconds late."""
+(its writer held up) still dies, at most a couple of seconds late.  A
+process whose last thread leaves as a thread (pthread_exit from main,
+the exit system call) ends as natively: the writer does not keep it."""
 import os
 import signal
 import subprocess
 import time
 
-from hostile import (HEAPSLOPE, Case, cases, check, check_eq, dump_stats,
-                     hprog, sized_counts, tmpdir)
+from hostile import (HANG, HEAPSLOPE, Case, cases, check, check_eq,
+                     dump_stats, hprog, sized_counts, tmpdir)
 
 SIGRT3 = signal.SIGRTMIN + 3
 MODES = {"term": signal.SIGTERM, "abort": signal.SIGABRT,
@@ -141,8 +143,32 @@ def test_writer_held_up():
               f"complete: {s.get('complete')}")
 
 
+def last_thread_case(mode, rc, end_reason, blocks):
+    with Case(f"lastthread {mode}") as c:
+        c.both([hprog("lastthread"), mode], timeout=HANG)
+        check_eq(c.n.rc, rc, f"{mode} natively: exit status")
+        (t,) = c.traces()
+        s = dump_stats(t)
+        check_eq(s.get("complete"), "yes", f"{mode}: complete")
+        check_eq(s.get("end_reason"), end_reason, f"{mode}: end_reason")
+        check_eq(s.get("counts_verified"), "yes", f"{mode}: counts_verified")
+        got = sized_counts(t, [4444, 5555])
+        check_eq([got[4444][0], got[5555][0]], blocks,
+                 f"{mode}: the blocks kept by main and by the threads")
+
+
+def test_last_thread_pthread_exit():
+    last_thread_case("pexit", 0, "exit", [1, 2])
+
+
+def test_last_thread_raw_exit():
+    last_thread_case("rawexit", 3, "_exit", [1, 0])
+
+
 if __name__ == "__main__":
     cases({"killed-by-signal": [test_killed],
            "signal-ignored": [test_ignored, test_inherited_ignored],
            "signal-from-outside": [test_from_outside],
-           "signal-writer-held-up": [test_writer_held_up]})
+           "signal-writer-held-up": [test_writer_held_up],
+           "last-thread-pthread-exit": [test_last_thread_pthread_exit],
+           "last-thread-raw-exit": [test_last_thread_raw_exit]})
