@@ -476,6 +476,10 @@ static void fork_child(void)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
+	/* fork() is no cancellation point; our close, open and write are:
+	 * a cancellation pending in the thread must not act here */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	R->lock.v = 0; /* other threads are gone: nobody holds them */
 	R->mod_lock.v = 0;
 	hs_live->table_lock.v = 0; /* wiped already, unless madvise failed */
@@ -505,5 +509,6 @@ static void fork_child(void)
 	start_clock();
 	start_trace(HS_OPT_FORKED, 0);
 out:
+	pthread_setcancelstate(cancel, NULL);
 	busy_leave(t);
 }

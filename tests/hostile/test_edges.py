@@ -9,7 +9,8 @@ the program owns, cancellation, a handler on a small alternate stack, a
 static program's descriptors, a writer thread held up while the program
 fills the buffers, a library constructor's first operator new, an
 operator new in another group than the caller's, and namespace calls the
-kernel allows a process of one thread only.  Each behaves as it does
+kernel allows a process of one thread only, and a fork from a thread
+with a cancellation pending.  Each behaves as it does
 natively."""
 import os
 import re
@@ -54,6 +55,15 @@ def test_sigaction_view():
     c = plain("sigview")
     check(b"resethand after: handler=DFL" in c.n.out,
           f"sigview natively: {c.n.out!r}")
+
+
+def test_cancel_in_fork():
+    """the forked child runs and is recorded, though its parent thread
+    had a cancellation pending (fork is no cancellation point)"""
+    c = plain("cancelfork")
+    check_eq(c.n.out, b"child exited 1 status 5\nthread returned\n",
+             "cancelfork natively")
+    check_eq(len(c.traces()), 2, "cancelfork: traces of parent and child")
 
 
 def raw_handler_case(what, loop, jump):
@@ -208,4 +218,5 @@ if __name__ == "__main__":
            "writer-stalled": [test_writer_stalled],
            "library-init-order": [test_library_init_order],
            "operator-scope": [test_operator_scope],
-           "user-namespace": [test_user_namespace]})
+           "user-namespace": [test_user_namespace],
+           "cancel-in-fork": [test_cancel_in_fork]})
