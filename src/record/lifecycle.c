@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../base/rmem.h"
 #include "internal.h"
@@ -344,7 +345,8 @@ void recorder_exec_failed(void)
 /* The environment for the new image: the program's, with
  * HEAPSLOPE_EXECED naming this process (so that the image knows it was
  * exec'd here, and what the image before it left is not taken for that);
- * under --no-follow, without the recorder in LD_PRELOAD.  Made in `room`
+ * under --no-follow, or when the recorder's file cannot be read from
+ * here, without the recorder in LD_PRELOAD.  Made in `room`
  * when it fits (4 KiB of the caller's stack: threads may have small
  * ones), else in memory mapped for it (*map, *map_size; exec replaces
  * it, or the caller unmaps it).  If no room can be had, the program's
@@ -366,8 +368,13 @@ char *const *recorder_exec_env(char *const envp[], char *room, size_t cap,
 	*map = NULL;
 	if (!envp)
 		return envp;
-	const char *lib = !hs_settings.follow &&
-					  dladdr((void *)recorder_init, &self)
+	/* left out under --no-follow, and when the new image could not load
+	 * it (a chroot, a seccomp filter): the loader would say so on the
+	 * program's stderr */
+	const char *lib = dladdr((void *)recorder_init, &self) &&
+				  self.dli_fname &&
+				  (!hs_settings.follow ||
+				   access(self.dli_fname, R_OK))
 				  ? self.dli_fname
 				  : NULL;
 	size_t n = env_count(envp), text = 64;

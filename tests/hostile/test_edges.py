@@ -9,11 +9,12 @@ the program owns, cancellation, a handler on a small alternate stack, a
 static program's descriptors, a writer thread held up while the program
 fills the buffers, a library constructor's first operator new, an
 operator new in another group than the caller's, and namespace calls the
-kernel allows a process of one thread only, and a fork from a thread
-with a cancellation pending.  Each behaves as it does
+kernel allows a process of one thread only, a fork from a thread with a
+cancellation pending, and an exec after chroot.  Each behaves as it does
 natively."""
 import os
 import re
+import shutil
 import subprocess
 
 from hostile import (HANG, LIB, Case, cases, check, check_eq, dump_stats,
@@ -64,6 +65,34 @@ def test_cancel_in_fork():
     check_eq(c.n.out, b"child exited 1 status 5\nthread returned\n",
              "cancelfork natively")
     check_eq(len(c.traces()), 2, "cancelfork: traces of parent and child")
+
+
+def jail(d):
+    """d/jail: the sized victim and what its loader needs, nothing else
+    (not the recorder's library)"""
+    prog = hprog("sized")
+    root = os.path.join(d, "jail")
+    out = subprocess.run(["ldd", prog], stdout=subprocess.PIPE,
+                         text=True).stdout
+    files = [prog] + re.findall(r"(/\S+) \(0x", out)
+    for f in files:
+        dst = os.path.join(root, "sized" if f == prog else f.lstrip("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(os.path.realpath(f), dst)
+
+
+def test_exec_after_chroot():
+    """a program execs after chroot, where the recorder's library is out
+    of its loader's reach: it runs, unrecorded, with no loader error on
+    its stderr"""
+    with Case("exec after chroot") as c:
+        c.setup(jail)
+        c.both([hprog("chrootexec"), "jail", "/sized", "3"], timeout=HANG)
+        check_eq(c.n.out, b"sized: 3 blocks of 777 bytes\n",
+                 "chrootexec natively (as root)")
+        (t,) = c.traces()
+        s = dump_stats(t)
+        check_eq(s.get("end_reason"), "exec", "chrootexec: end_reason")
 
 
 def raw_handler_case(what, loop, jump):
@@ -219,4 +248,5 @@ if __name__ == "__main__":
            "library-init-order": [test_library_init_order],
            "operator-scope": [test_operator_scope],
            "user-namespace": [test_user_namespace],
-           "cancel-in-fork": [test_cancel_in_fork]})
+           "cancel-in-fork": [test_cancel_in_fork],
+           "exec-after-chroot": [test_exec_after_chroot]})
