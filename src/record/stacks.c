@@ -102,8 +102,9 @@ struct cache {
 	struct py_path py;
 };
 
+/* Small: glibc takes a thread's static TLS out of its stack (a thread
+ * without a cache interns every stack from its root). */
 static __thread struct {
-	struct path last; /* without a cache: the previous stack */
 	int done;         /* the thread is ending: no cache any more */
 	struct cache *cache;
 } path HS_TLS;
@@ -137,7 +138,6 @@ int stacks_create(void)
 
 int stacks_reset(void)
 {
-	path.last.n = 0;
 	stacks_py_at_last = 0;
 	/* zero pages again, resident as they are used */
 	if (path.cache &&
@@ -221,11 +221,11 @@ static inline uint32_t near_node(struct cache *c, uint32_t parent,
 
 /* The stack's id by the tree, writing the nodes not seen before.  The
  * outer part it shares with pa, a stack of the thread's, is reused
- * without a lookup; pa becomes this stack. */
+ * without a lookup; pa becomes this stack (NULL: none). */
 static uint32_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 			    uint8_t **pp, int *fresh)
 {
-	int m = pa->n;
+	int m = pa ? pa->n : 0;
 	int c = 0;
 	while (c < n && c < m && ips[n - 1 - c] == pa->ips[m - 1 - c])
 		c++;
@@ -238,11 +238,14 @@ static uint32_t intern_path(struct path *pa, const uintptr_t *ips, int n,
 		uint32_t parent = i == n - 1 ? 0 : ids[i + 1];
 		uint32_t id = node(parent, ips[i], pp, fresh);
 		if (!id) {
-			pa->n = 0;
+			if (pa)
+				pa->n = 0;
 			return 0;
 		}
 		ids[i] = id;
 	}
+	if (!pa)
+		return n ? ids[0] : 0;
 	memcpy(pa->ips, ips, (size_t)n * sizeof(*ips));
 	memcpy(pa->ids, ids, (size_t)n * sizeof(*ids));
 	pa->n = n;
@@ -283,7 +286,7 @@ static struct path *path_of(const uintptr_t *ips, int n)
 {
 	struct cache *c = thread_cache();
 	if (!c)
-		return &path.last;
+		return NULL;
 	uint64_t h = 0;
 	for (int i = n > ROOT_FRAMES ? n - ROOT_FRAMES : 0; i < n; i++)
 		h = lane(h, ips[i]);
@@ -466,7 +469,7 @@ static uint32_t intern_trimmed(struct cache *c, const uintptr_t *ips, int n,
 	int eval;
 	memcpy(v, ips, (size_t)n * sizeof(*v));
 	int m = python_trim(v, n, &eval);
-	return intern_path(c ? path_of(v, m) : &path.last, v, m, pp, fresh);
+	return intern_path(c ? path_of(v, m) : NULL, v, m, pp, fresh);
 }
 
 uint8_t *stacks_py_at_put(uint32_t python, uint8_t *p)
@@ -593,7 +596,7 @@ uint32_t stacks_intern(const uintptr_t *ips, int n,
 	struct cache *c = thread_cache();
 	if (!c)
 		return trimmed ? intern_trimmed(NULL, ips, n, pp, fresh)
-			       : intern_path(&path.last, ips, n, pp, fresh);
+			       : intern_path(NULL, ips, n, pp, fresh);
 	uint64_t key = walk ? walk->key : 0;
 	struct stacks_keyed *k = &c->keyed[key & (STACKS_KEYED - 1)];
 	if (walk)
