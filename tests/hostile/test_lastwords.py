@@ -143,10 +143,11 @@ def test_writer_held_up():
               f"complete: {s.get('complete')}")
 
 
-def last_thread_case(mode, rc, end_reason, blocks):
+def last_thread_case(mode, rc, out, end_reason, blocks):
     with Case(f"lastthread {mode}") as c:
         c.both([hprog("lastthread"), mode], timeout=HANG)
         check_eq(c.n.rc, rc, f"{mode} natively: exit status")
+        check_eq(c.n.out, out, f"{mode} natively: stdout")
         (t,) = c.traces()
         s = dump_stats(t)
         check_eq(s.get("complete"), "yes", f"{mode}: complete")
@@ -158,11 +159,12 @@ def last_thread_case(mode, rc, end_reason, blocks):
 
 
 def test_last_thread_pthread_exit():
-    last_thread_case("pexit", 0, "exit", [1, 2])
+    last_thread_case("pexit", 0, b"main leaves\nthreads done 2\n", "exit",
+                     [1, 2])
 
 
 def test_last_thread_raw_exit():
-    last_thread_case("rawexit", 3, "_exit", [1, 0])
+    last_thread_case("rawexit", 3, b"main leaves\n", "_exit", [1, 0])
 
 
 if __name__ == "__main__":
