@@ -219,9 +219,9 @@ static int claim_one_shot(int sig, const struct sigaction *a)
 					 (void *)SIG_DFL, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return 0;
-	struct sigaction dfl = *a;
+	struct sigaction dfl = *a, k;
 	dfl.sa_handler = SIG_DFL;
-	real.sigaction(sig, kernel_action(sig, &dfl, &dfl), NULL);
+	real.sigaction(sig, kernel_action(sig, &dfl, &k), NULL);
 	return 1;
 }
 
