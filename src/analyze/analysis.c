@@ -401,6 +401,8 @@ static int on_record(void *ctx, const struct hs_record *rec)
 		a->has_exit = 1;
 		a->wait_status = rec->signal;
 	}
+	if (rec->ext_type == HS_EXT_EXITING && p->stacks)
+		stacks_exiting(p->stacks); /* the first: the earliest */
 	/* the earliest, should there be several (threads, fork) */
 	if (rec->ext_type == HS_EXT_EXITING &&
 	    (!a->range.has_exiting || rec->time_ns < a->range.exiting_ns)) {
@@ -696,6 +698,7 @@ static void decide(struct analysis *a)
 		/* the run's end seen: not a trace whose recording stopped */
 		.complete = a->complete && !a->stopped[0],
 		.killed = a->has_end && a->end_reason == HS_END_SIGNAL,
+		.has_exiting = a->range.has_exiting,
 		.has_pins = a->pinned_bytes > 0 && !a->by_site,
 		.pinned_by_growing = a->by_site ? 0 : pinned_by_growing(a),
 		.has_maps = g->has_maps,

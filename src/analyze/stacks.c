@@ -59,6 +59,7 @@ struct stacks {
 	void *skip_ctx;
 	stacks_site_fn site_key;
 	void *site_key_ctx;
+	int exited; /* stacks_exiting was called: at_exit holds */
 };
 
 void stacks_set_site_key(struct stacks *s, stacks_site_fn key, void *ctx)
@@ -246,6 +247,17 @@ uint32_t stacks_ref(struct stacks *s, uint64_t id)
 	return (uint32_t)s->nslots++;
 }
 
+void stacks_exiting(struct stacks *s)
+{
+	if (s->exited)
+		return;
+	s->exited = 1;
+	for (size_t i = 0; i < s->nslots; i++)
+		s->slots[i].acc.at_exit = s->slots[i].acc.live;
+	for (size_t i = 0; i < s->nsites; i++)
+		s->sites[i].acc.at_exit = s->sites[i].acc.live;
+}
+
 /* Adds the marks [since, b) at which a's value was a->live to the sums. */
 static void flush(struct stacks_acc *a, uint32_t b, uint32_t from)
 {
@@ -384,6 +396,7 @@ static void fill(const struct stacks *s, const struct stacks_acc *a,
 	g->r2 = fit.r2;
 	g->live_bytes_at_end = a->at_mark;
 	g->leaked_bytes = a->live;
+	g->live_at_exit = s->exited ? a->at_exit : a->live;
 	g->leaked_blocks = a->blocks;
 	g->allocations = a->allocations;
 }
@@ -426,6 +439,7 @@ void stacks_acc_growth(const struct stacks *s, struct stacks_acc *a,
 	g->id = s->slots[slot].id;
 	g->site_ip = g->id ? node_at(s, g->id)->ip : 0;
 	fill(s, a, warmup, batches, g);
+	g->live_at_exit = g->leaked_bytes; /* not kept for these */
 }
 
 int stacks_growth_cmp(const void *a, const void *b)

@@ -25,6 +25,7 @@ typedef unsigned __int128 stacks_u128;
 struct stacks_acc {
 	uint64_t live, blocks;   /* now */
 	uint64_t at_mark;        /* live bytes at mark since - 1 */
+	uint64_t at_exit;        /* live bytes when exit began (stacks_exiting) */
 	uint64_t allocations;
 	uint32_t since;          /* first mark not yet in the sums */
 	stacks_u128 sy, sxy, syy;
@@ -41,6 +42,8 @@ struct stack_growth {
 	double bytes_per_batch, r2;
 	uint64_t live_bytes_at_end; /* at the last batch mark */
 	uint64_t leaked_bytes, leaked_blocks; /* still live when the trace ends */
+	uint64_t live_at_exit;  /* live when the process began to exit; without
+				 * an exiting record, leaked_bytes */
 	uint64_t allocations;
 	struct stack_growth *paths; /* sites: the stacks through the site */
 	size_t npaths;
@@ -93,6 +96,10 @@ void stacks_sub(struct stacks *s, uint32_t ref, uint64_t size,
 extern const struct replay_consumer stacks_consumer;
 /* Closes the sums after `batches` marks: call once, at the end. */
 void stacks_close(struct stacks *s, uint32_t batches);
+
+/* The process began to exit (the trace's first exiting record): every
+ * stack's live bytes now are kept, apart from what the teardown frees. */
+void stacks_exiting(struct stacks *s);
 
 uint64_t stacks_bad_refs(const struct stacks *s);
 /* The stack id of a slot. */

@@ -63,17 +63,20 @@ static int grows(double slope, double r2, double mean, size_t points,
 	       (rise >= GROW_MIN_SHARE * fabs(mean) || r2 >= STEADY_R2);
 }
 
-static double leaked_share(const struct verdict_input *in)
+/* Of the growing stacks' summed slope, the share whose bytes are still
+ * live when the trace ends (at_exit: when exit began), each stack
+ * weighted by that / its live bytes at the last batch, at most 1. */
+static double leaked_share(const struct verdict_input *in, int at_exit)
 {
 	double all = 0, leaked = 0;
 	for (size_t i = 0; i < in->nstacks; i++) {
 		const struct stack_growth *g = &in->stacks[i];
 		if (g->bytes_per_batch <= 0)
 			break; /* ranked: the rest do not grow */
+		uint64_t kept = at_exit ? g->live_at_exit : g->leaked_bytes;
 		double f = 1;
-		if (g->live_bytes_at_end > g->leaked_bytes)
-			f = (double)g->leaked_bytes /
-			    (double)g->live_bytes_at_end;
+		if (g->live_bytes_at_end > kept)
+			f = (double)kept / (double)g->live_bytes_at_end;
 		all += g->bytes_per_batch;
 		leaked += g->bytes_per_batch * f;
 	}
@@ -152,7 +155,8 @@ void verdict_decide(const struct verdict_input *in, struct verdict_why *out)
 	const double R = use_heap ? in->heap_slope : in->rss_slope;
 	const double R_r2 = use_heap ? in->heap_r2 : in->rss_r2;
 	const double R_mean = use_heap ? in->heap_mean : in->rss_mean;
-	out->leaked_share = leaked_share(in);
+	out->leaked_share = leaked_share(in, 0);
+	out->exit_share = leaked_share(in, 1);
 	if (in->points < 3) {
 		snprintf(out->text, sizeof(out->text),
 			 "only %zu batches after warm-up: too few to measure "
@@ -218,9 +222,19 @@ void verdict_decide(const struct verdict_input *in, struct verdict_why *out)
 					   "recording stopped)";
 		} else {
 			out->verdict = VERDICT_RETENTION;
-			reason = "the live heap grows but the growing blocks "
-				 "are freed by exit (leaked share < 0.5): a "
-				 "cache or history";
+			reason = in->complete && in->has_exiting &&
+						 out->exit_share >= LEAK_SHARE
+					 ? "the live heap grows and the growing "
+					   "blocks are freed only as the "
+					   "process exits (leaked share < 0.5, "
+					   "but >= 0.5 still live when exit "
+					   "began: exit handlers or the "
+					   "interpreter's finalization free "
+					   "them): a cache or history that "
+					   "grows for as long as it runs"
+					 : "the live heap grows but the growing "
+					   "blocks are freed by exit (leaked "
+					   "share < 0.5): a cache or history";
 		}
 	} else {
 		reason = unexplained(in, out, R);

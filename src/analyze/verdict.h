@@ -36,6 +36,7 @@ struct verdict_input {
 	size_t nstacks;
 	int complete;            /* the run's end was recorded (END, not a stop) */
 	int killed;              /* that end was a signal's: exit never came */
+	int has_exiting;         /* the trace says when exit began */
 	/* glibc's free pages below live blocks at the last batch: whether
 	 * any are known, and the share held down by blocks of stacks that
 	 * grow (the program keeps them, and they keep the pages) */
@@ -59,6 +60,7 @@ struct verdict_why {
 	int r_is_heap;           /* R is the allocator's footprint, not RSS */
 	double leaked_share;     /* of the growing stacks' slope, the part
 				  * whose bytes are still live at the end */
+	double exit_share;       /* the same, live when exit began */
 	char text[768];          /* one or two sentences with the numbers */
 };
 

@@ -7,6 +7,7 @@ mremap and shmdt are recorded exactly; the allocators' own mappings (glibc's
 large blocks, jemalloc's, tcmalloc's and mimalloc's) are never written;
 --no-mmap writes none; exit() and CPython's finalization write an exiting
 record before the teardown's frees."""
+import json
 import os
 import subprocess
 
@@ -186,6 +187,31 @@ def test_python_finalization():
               "analyze lists mapping stacks that do not grow")
 
 
+def test_freed_only_at_exit():
+    """a history kept until exit, which CPython's finalization frees:
+    retention whose why says the blocks are freed only as the process
+    exits; cleared by the program before it exits, plain retention"""
+    script = ("import ctypes, sys\n"
+              "mark = ctypes.CDLL(None).heapslope_mark_batch\n"
+              "keep = []\n"
+              "for i in range(30):\n"
+              "    keep.append(bytearray(50000))\n"
+              "    mark()\n"
+              "if sys.argv[1] == 'clear':\n"
+              "    keep.clear()\n")
+    for mode, only in (("keep", True), ("clear", False)):
+        with tmpdir() as d:
+            r = record(["/usr/bin/python3", "-c", script, mode], d)
+            j = subprocess.run([os.environ["HEAPSLOPE"], "analyze",
+                                "--json", "-", r.trace()],
+                               capture_output=True, text=True).stdout
+            rep = json.loads(j)
+            check_eq(rep["verdict"], "retention", f"{mode}: verdict")
+            said = "freed only as the process exits" in rep["verdict_reason"]
+            check_eq(said, only, f"{mode}: verdict reason "
+                     f"{rep['verdict_reason']!r}")
+
+
 def test_pymalloc_kept():
     """--keep-pymalloc: PYTHONMALLOC is not set (nor said to be), and
     pymalloc's arenas are recorded as the program's mappings."""
@@ -230,4 +256,5 @@ def test_pymalloc_kept():
 
 if __name__ == "__main__":
     main([test_kinds, test_allocators_own_maps, test_exiting,
+          test_freed_only_at_exit,
           test_python_finalization, test_pymalloc_kept])

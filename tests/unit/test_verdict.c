@@ -168,6 +168,24 @@ static void test_leaked_share(void)
 	in.complete = 0;
 	verdict_decide(&in, &why);
 	CHECK(why.verdict == VERDICT_LEAK && strstr(why.text, "incomplete"));
+	/* retention whose blocks only the teardown frees says so: still
+	 * live when exit began, for half the slope or more */
+	in.complete = 1;
+	grow[0].leaked_bytes = 0;
+	grow[0].live_at_exit = 10;
+	in.has_exiting = 1;
+	verdict_decide(&in, &why);
+	CHECK(why.verdict == VERDICT_RETENTION && why.exit_share == 0.5 &&
+	      strstr(why.text, "freed only as the process exits"));
+	grow[0].live_at_exit = 9;
+	verdict_decide(&in, &why);
+	CHECK(why.verdict == VERDICT_RETENTION &&
+	      strstr(why.text, "freed by exit") &&
+	      !strstr(why.text, "only as"));
+	grow[0].live_at_exit = 10;
+	in.has_exiting = 0; /* no exiting record: nothing to say */
+	verdict_decide(&in, &why);
+	CHECK(!strstr(why.text, "only as"));
 }
 
 /* Without RSS samples the allocator's footprint is R; with both, RSS. */
