@@ -32,8 +32,9 @@ int range_parse(const char *arg, const char *opt, struct range_bound *b);
  * window A.  A window is unsettled when |dL| > 4 x that median + 256 KiB
  * or A > 4 x that median + 1024, and beyond the largest |dL| or A of the
  * second half (bursts the whole run has are not start-up); its |dL| is
- * taken across the next window when that is smaller (a spike made and
- * undone, as a garbage collection does, is no change of level).  The
+ * taken from two windows before to the next one when that is smaller (a
+ * spike made and undone, as a garbage collection does, is no change of
+ * level, in the window that makes it or the one that undoes it).  The
  * start-up ends after the last unsettled window of the first half;
  * returns how many windows it spans (0: none).  Fewer than
  * RANGE_MIN_WINDOWS windows: 0. */

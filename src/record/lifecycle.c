@@ -259,11 +259,18 @@ int lock_take_by(hs_lock *l, int self, uint64_t deadline)
 	return 0;
 }
 
+/* A thread writes the last words; a forked child starts without. */
+static int last_words_claimed;
+
+int recorder_mid_update(void)
+{
+	return lock_owned(&hs_rec.lock, hs_tid()) && !hs_guard.real;
+}
+
 void recorder_end_signal(int sig)
 {
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
-	static int claimed;
 	if (!hs_started || getpid() != R->pid || !hs_live->on || R->ended)
 		return;
 	int self = hs_tid();
@@ -274,8 +281,11 @@ void recorder_end_signal(int sig)
 	    (lock_owned(&R->lock, self) && !hs_guard.real))
 		return;
 	uint64_t deadline = now_ns() + LAST_WORDS_NS;
-	if (__atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL)) {
-		/* another thread writes them, and then ends the process */
+	if (__atomic_exchange_n(&last_words_claimed, 1, __ATOMIC_ACQ_REL)) {
+		/* another thread writes them, and then ends the process: the
+		 * lock a realloc in flight holds must not stop it */
+		if (lock_owned(&R->lock, self))
+			lock_give(&R->lock);
 		while (now_ns() < deadline)
 			nap();
 		return;
@@ -496,6 +506,7 @@ static void fork_child(void)
 	buffer_reset();
 	R->ended = 0;
 	R->exiting = 0;
+	last_words_claimed = 0;
 	events_forget_thread();
 	signals_forget(t);
 	int was_on = R->on_at_fork && !t->fork_nested;

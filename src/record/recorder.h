@@ -162,6 +162,9 @@ void recorder_before_exec(const char *path);
  * (signals.c): the trace is ended now, as at exit, when that can be done
  * within a bounded time. */
 void recorder_end_signal(int sig);
+/* The thread holds the recorder's lock in recorder code (not across the
+ * allocator's call, as a realloc does): what it writes is half done. */
+int recorder_mid_update(void);
 void recorder_exec_failed(void); /* exec returned: record again */
 /* Around a call the kernel refuses to a process of more than one thread
  * (unshare of a user namespace, setns into one or into a mount

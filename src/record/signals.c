@@ -168,14 +168,20 @@ static int defer(struct tstate *t, int sig, const siginfo_t *si, void *ucv)
 }
 
 /* The kernel's action for a signal the program leaves to its default
- * action, which ends the process: the trace ended first.  Never held
- * back like the program's handlers: no code of the program's runs here,
- * and the recorder code it interrupts never goes on (a thread waiting
- * for the writer would otherwise wait on, where natively it died). */
+ * action, which ends the process: the trace ended first.  Held back like
+ * the program's handlers only while the thread holds the recorder's lock
+ * mid-record: no code of the program's runs here, and the recorder code
+ * it interrupts never goes on (a thread waiting for the writer would
+ * otherwise wait on, where natively it died). */
 static void last_words(int sig, siginfo_t *si, void *ucv)
 {
-	(void)ucv;
 	int e = errno;
+	/* but in the middle of writing a record: then, when it can, it
+	 * waits the few microseconds to the lock's release */
+	if (recorder_mid_update() && defer(&hs_thread, sig, si, ucv)) {
+		errno = e;
+		return;
+	}
 	recorder_end_signal(sig);
 	/* the default action, and the signal again: pending until the
 	 * handler returns (all are blocked here), it then ends the process;
@@ -184,14 +190,18 @@ static void last_words(int sig, siginfo_t *si, void *ucv)
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	real.sigaction(sig, &dfl, NULL);
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)gettid(), sig, si);
+	pid_t pid = getpid(), tid = (pid_t)gettid();
+	if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, si))
+		syscall(SYS_tgkill, pid, tid, sig); /* its own siginfo then */
 	errno = e;
 }
 
 void signals_arm(void)
 {
 	resolve();
-	if (!real.sigaction)
+	/* a pid namespace's init: the kernel ignores the default action of
+	 * the signals sent to it from inside, which a handler would get */
+	if (!real.sigaction || getpid() == 1)
 		return;
 	int self = hs_tid();
 	lock_take(TABLE_LOCK, self);

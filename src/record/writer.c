@@ -173,10 +173,14 @@ static int stopping(void)
 
 /* The main thread's exit status, as wait reports it (field 52 of its
  * stat); 0 if it cannot be read. */
-static int main_status(pid_t pid)
+static int main_status(void)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)pid);
+	char path[64], buf[1024], self[16];
+	ssize_t l = readlink("/proc/self", self, sizeof(self) - 1);
+	if (l <= 0)
+		return 0;
+	self[l] = 0; /* the process's id as /proc numbers it */
+	snprintf(path, sizeof(path), "/proc/self/task/%s/stat", self);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -214,10 +218,15 @@ static int main_status(pid_t pid)
  * thread's. */
 static int orphaned(void)
 {
-	char path[64], link[8];
-	pid_t pid = getpid();
+	char path[64], link[16];
 	struct stat st;
-	snprintf(path, sizeof(path), "/proc/self/task/%d/exe", (int)pid);
+	/* the process's id as /proc numbers it, which in a pid namespace
+	 * that kept its parent's /proc is not getpid()'s */
+	ssize_t n = readlink("/proc/self", link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%s/exe", link);
 	if (readlink(path, link, sizeof(link)) >= 0 || errno != ENOENT ||
 	    stat("/proc/self/task", &st) || st.st_nlink != 2 + 2)
 		return 0;
@@ -291,7 +300,7 @@ static void *writer_main(void *arg)
 		/* the trace ended as _exit ends it, then the process with
 		 * the main thread's status, as the kernel ends it when its
 		 * last thread leaves (the last one's would count here) */
-		int status = main_status(getpid());
+		int status = main_status();
 		W.running = 0;
 		recorder_end(HS_END__EXIT);
 		syscall(SYS_exit_group, status >> 8 & 0xff);
