@@ -171,16 +171,27 @@ static int stopping(void)
 	return __atomic_load_n(&W.stop, __ATOMIC_RELAXED) || !hs_live->on;
 }
 
+/* path: /proc/self/task/ID/what, ID the main thread's as /proc numbers
+ * it (in a pid namespace that kept its parent's /proc, not getpid()'s);
+ * -1 if /proc cannot say. */
+static int main_task_path(char path[64], const char *what)
+{
+	char self[16];
+	ssize_t l = readlink("/proc/self", self, sizeof(self) - 1);
+	if (l <= 0)
+		return -1;
+	self[l] = 0;
+	snprintf(path, 64, "/proc/self/task/%s/%s", self, what);
+	return 0;
+}
+
 /* The main thread's exit status, as wait reports it (field 52 of its
  * stat); 0 if it cannot be read. */
 static int main_status(void)
 {
-	char path[64], buf[1024], self[16];
-	ssize_t l = readlink("/proc/self", self, sizeof(self) - 1);
-	if (l <= 0)
+	char path[64], buf[1024];
+	if (main_task_path(path, "stat"))
 		return 0;
-	self[l] = 0; /* the process's id as /proc numbers it */
-	snprintf(path, sizeof(path), "/proc/self/task/%s/stat", self);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -218,16 +229,10 @@ static int main_status(void)
  * thread's. */
 static int orphaned(void)
 {
-	char path[64], link[16];
+	char path[64], link[8];
 	struct stat st;
-	/* the process's id as /proc numbers it, which in a pid namespace
-	 * that kept its parent's /proc is not getpid()'s */
-	ssize_t n = readlink("/proc/self", link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = 0;
-	snprintf(path, sizeof(path), "/proc/self/task/%s/exe", link);
-	if (readlink(path, link, sizeof(link)) >= 0 || errno != ENOENT ||
+	if (main_task_path(path, "exe") ||
+	    readlink(path, link, sizeof(link)) >= 0 || errno != ENOENT ||
 	    stat("/proc/self/task", &st) || st.st_nlink != 2 + 2)
 		return 0;
 	return 1;
