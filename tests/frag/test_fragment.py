@@ -32,11 +32,11 @@ def fragment():
 
 
 def shown_sizes(line):
-    """The sizes a side-by-side line shows (live, RSS, retained, other),
-    in bytes: '1.5 KiB', '498 B'."""
+    """The sizes a side-by-side line shows (live, RSS, retained, mapped,
+    other), in bytes: '1.5 KiB', '498 B'."""
     units = {"B": 1, "KiB": 1024, "MiB": 1 << 20, "GiB": 1 << 30}
     f = line.split()[3:]
-    return [float(f[i]) * units[f[i + 1]] for i in range(0, 8, 2)]
+    return [float(f[i]) * units[f[i + 1]] for i in range(0, 10, 2)]
 
 
 def recorded(d, *opts, allocator=None, name="trace.hst", rec_opts=()):
@@ -155,7 +155,8 @@ def test_allocators():
     cols = shown_sizes(next(ln for ln in table.splitlines()
                             if ln.strip().startswith("glibc.hst")))
     dec = rep["fragmentation"]["decomposition"]
-    for name, got in zip(("live", "rss", "retained", "other"), cols):
+    for name, got in zip(("live", "rss", "retained", "mapped", "other"),
+                         cols):
         want = dec[name + "_bytes_per_batch"]
         check(abs(got - want) <= max(0.06 * 1024, 0.001 * abs(want)),
               f"glibc line: {name} shows {got:.0f}, the report says "
