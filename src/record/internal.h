@@ -59,6 +59,8 @@ void settings_read(void);
 
 /* ns since the trace started */
 uint64_t now_ns(void);
+/* Sleeps 100 us, in the recorder's waits that poll. */
+void hs_nap(void);
 /* lock_take, given up at deadline (now_ns): -1 then. */
 int lock_take_by(hs_lock *l, int self, uint64_t deadline);
 

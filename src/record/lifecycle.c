@@ -243,7 +243,7 @@ void recorder_before_exec(const char *path)
  * same, the trace then ending at its last whole chunk as it would have. */
 #define LAST_WORDS_NS (2000 * 1000000ull)
 
-static void nap(void)
+void hs_nap(void)
 {
 	struct timespec ts = { 0, 100000 };
 	nanosleep(&ts, NULL);
@@ -254,7 +254,7 @@ int lock_take_by(hs_lock *l, int self, uint64_t deadline)
 	while (!lock_try(l, self)) {
 		if (now_ns() >= deadline)
 			return -1;
-		nap();
+		hs_nap();
 	}
 	return 0;
 }
@@ -287,7 +287,7 @@ void recorder_end_signal(int sig)
 		if (lock_owned(&R->lock, self))
 			lock_give(&R->lock);
 		while (now_ns() < deadline)
-			nap();
+			hs_nap();
 		return;
 	}
 	busy_enter(t);

@@ -369,8 +369,7 @@ int writer_stop_by(uint64_t deadline)
 	while (!__atomic_load_n(&W.done, __ATOMIC_ACQUIRE)) {
 		if (now_ns() >= deadline)
 			return -1;
-		struct timespec ts = { 0, 100000 };
-		nanosleep(&ts, NULL);
+		hs_nap();
 	}
 	W.running = 0;
 	return 0;
@@ -387,10 +386,8 @@ void writer_stop_reaped(void)
 	pid_t pid = getpid();
 	for (int i = 0; tid > 0 && i < 2000 &&
 			syscall(SYS_tgkill, pid, tid, 0) == 0;
-	     i++) {
-		struct timespec ts = { 0, 100000 };
-		nanosleep(&ts, NULL);
-	}
+	     i++)
+		hs_nap();
 }
 
 void writer_join(void)
