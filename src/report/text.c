@@ -190,9 +190,8 @@ static const char *runtime_heap(const struct analysis *a,
 	/* CPython with its own allocator kept: what the interpreter itself
 	 * maps is pymalloc's arenas */
 	const char *mod0 = m->nframes && m->frames[0].module
-				   ? strrchr(m->frames[0].module, '/')
-				   : NULL;
-	mod0 = mod0 ? mod0 + 1 : "";
+				   ? words_file(m->frames[0].module)
+				   : "";
 	if (a->python && !a->pymalloc_replaced &&
 	    (!strncmp(mod0, "python3", 7) || !strncmp(mod0, "libpython3", 10)))
 		return "CPython's own object allocator (pymalloc's arenas): "
@@ -201,8 +200,7 @@ static const char *runtime_heap(const struct analysis *a,
 	for (size_t i = 0; i < m->nframes; i++) {
 		const struct frame *f = &m->frames[i];
 		const char *fn = f->function ? f->function : "";
-		const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-		mod = mod ? mod + 1 : f->module ? f->module : "";
+		const char *mod = f->module ? words_file(f->module) : "";
 		if (!strncmp(fn, "v8::", 4))
 			return "V8's JavaScript heap: its objects are not "
 			       "malloc blocks, and their JavaScript "
