@@ -77,7 +77,7 @@ uint8_t *buffer_reserve(size_t n)
 				return NULL;
 			continue;
 		}
-		wakeup_wait(&B.space, &hs_rec.lock, self, 0);
+		rwakeup_wait(&B.space, &hs_rec.lock, self, 0);
 	}
 	if (!hs_live->on)
 		return NULL;
@@ -98,7 +98,7 @@ int buffer_wait_idle(void)
 		B.pending = 0;
 	}
 	while (B.pending && !hs_rec.failed)
-		wakeup_wait(&B.space, &hs_rec.lock, hs_tid(), 0);
+		rwakeup_wait(&B.space, &hs_rec.lock, hs_tid(), 0);
 	return hs_rec.failed ? -1 : 0;
 }
 

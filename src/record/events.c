@@ -260,14 +260,14 @@ void events_forget_thread(void)
 
 void rec_lock(void)
 {
-	lock_take(&hs_rec.lock, hs_tid());
+	rlock_take(&hs_rec.lock, hs_tid());
 }
 
 static void unlock_slow(void)
 {
 	int fresh = 0;
 	side_flush(0, &fresh);
-	lock_give(&hs_rec.lock);
+	rlock_give(&hs_rec.lock, hs_tid());
 	after_fresh_nodes(fresh);
 }
 
@@ -276,7 +276,7 @@ static inline void unlock(void)
 	if (__builtin_expect(side.n != 0, 0))
 		unlock_slow();
 	else
-		lock_give(&hs_rec.lock);
+		rlock_give(&hs_rec.lock, hs_tid());
 }
 
 void rec_unlock(void)
@@ -310,7 +310,7 @@ static void side_add(const struct event *e, const uintptr_t *ips, int n)
  * the thread holds the lock. */
 static void nested_put(const struct event *e, const uintptr_t *ips, int n)
 {
-	if (lock_owned(&hs_rec.lock, hs_tid())) {
+	if (rlock_owned(&hs_rec.lock, hs_tid())) {
 		side_add(e, ips, n);
 		return;
 	}
@@ -468,7 +468,7 @@ void rec_realloc_begin(int *depth, uintptr_t *ips, struct unwind_walk *w)
 int rec_nested_realloc_begin(int *depth, uintptr_t *ips)
 {
 	*depth = capture_plain(ips);
-	if (lock_owned(&hs_rec.lock, hs_tid()))
+	if (rlock_owned(&hs_rec.lock, hs_tid()))
 		return 0;
 	rec_lock();
 	realloc_room(*depth);
@@ -774,12 +774,12 @@ void events_modules_changed(void)
 	struct recorder *R = &hs_rec;
 	int self = hs_tid();
 	/* a nested call, in code of ours that is doing this already */
-	if (lock_owned(&R->mod_lock, self) || lock_owned(&R->lock, self))
+	if (lock_owned(&R->mod_lock, self) || rlock_owned(&R->lock, self))
 		return;
 	lock_take(&R->mod_lock, self);
 	uint64_t gen = modules_generation();
 	modlist_collect(&scratch);
-	lock_take(&R->lock, self);
+	rlock_take(&R->lock, self);
 	mod_generation = gen;
 	for (uint32_t i = 0; i < scratch.count && hs_live->on; i++) {
 		const struct module *m = &scratch.mods[i];
@@ -800,6 +800,6 @@ void events_modules_changed(void)
 	struct modlist tmp = known;
 	known = scratch;
 	scratch = tmp;
-	lock_give(&R->lock);
+	rlock_give(&R->lock, hs_tid());
 	lock_give(&R->mod_lock);
 }

@@ -14,7 +14,7 @@
 
 /* The trace this process writes.  Guarded by lock unless noted. */
 struct recorder {
-	hs_lock lock;        /* every append */
+	hs_rlock lock;       /* every append (biased: lock.h) */
 	hs_lock mod_lock;    /* taken to collect the modules (events.c) */
 	uint32_t gen;        /* a forked child's trace is a new generation */
 	pid_t pid;           /* the process the state is for */
@@ -61,8 +61,6 @@ void settings_read(void);
 uint64_t now_ns(void);
 /* Sleeps 100 us, in the recorder's waits that poll. */
 void hs_nap(void);
-/* lock_take, given up at deadline (now_ns): -1 then. */
-int lock_take_by(hs_lock *l, int self, uint64_t deadline);
 
 /* ---- fail.c: how recording stops ---- */
 

@@ -144,6 +144,7 @@ void recorder_init(int argc, char **argv)
 		goto out;
 	}
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	(void)rlock_setup(); /* still one thread: registering is quick */
 	unsigned options = 0;
 	if (hs_env.execed_pid == (long)getpid())
 		options |= HS_OPT_EXECED;
@@ -197,7 +198,7 @@ static void finish(unsigned reason, const char *exec_path)
 	busy_enter(t);
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	if (lock_owned(&R->lock, hs_tid())) {
+	if (rlock_owned(&R->lock, hs_tid())) {
 		/* the program exits (or execs) from a handler of its that ran
 		 * in code of ours holding the lock: that code never goes on,
 		 * and what it half wrote cannot be told.  Recording stops;
@@ -205,7 +206,7 @@ static void finish(unsigned reason, const char *exec_path)
 		 * what was recorded written out */
 		hs_fail("the program ended from a signal handler that "
 			"interrupted the recorder", 0);
-		lock_give(&R->lock);
+		rlock_give(&R->lock, hs_tid());
 	}
 	/* at exec the writer may go on (exec can fail); after a failure it
 	 * is done, and the stop chunk below must not race its compression */
@@ -249,22 +250,12 @@ void hs_nap(void)
 	nanosleep(&ts, NULL);
 }
 
-int lock_take_by(hs_lock *l, int self, uint64_t deadline)
-{
-	while (!lock_try(l, self)) {
-		if (now_ns() >= deadline)
-			return -1;
-		hs_nap();
-	}
-	return 0;
-}
-
 /* A thread writes the last words; a forked child starts without. */
 static int last_words_claimed;
 
 int recorder_mid_update(void)
 {
-	return lock_owned(&hs_rec.lock, hs_tid()) && !hs_guard.real;
+	return rlock_owned(&hs_rec.lock, hs_tid()) && !hs_guard.real;
 }
 
 void recorder_end_signal(int sig)
@@ -278,14 +269,14 @@ void recorder_end_signal(int sig)
 	 * allocator, which holds our lock, is not ours: it never returns,
 	 * and nothing of it was written) */
 	if (writer_self(self) ||
-	    (lock_owned(&R->lock, self) && !hs_guard.real))
+	    (rlock_owned(&R->lock, self) && !hs_guard.real))
 		return;
 	uint64_t deadline = now_ns() + LAST_WORDS_NS;
 	if (__atomic_exchange_n(&last_words_claimed, 1, __ATOMIC_ACQ_REL)) {
 		/* another thread writes them, and then ends the process: the
 		 * lock a realloc in flight holds must not stop it */
-		if (lock_owned(&R->lock, self))
-			lock_give(&R->lock);
+		if (rlock_owned(&R->lock, self))
+			rlock_give(&R->lock, hs_tid());
 		while (now_ns() < deadline)
 			hs_nap();
 		return;
@@ -294,12 +285,12 @@ void recorder_end_signal(int sig)
 	internal_begin();
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	if (lock_owned(&R->lock, self))
-		lock_give(&R->lock);
+	if (rlock_owned(&R->lock, self))
+		rlock_give(&R->lock, hs_tid());
 	if (writer_stop_by(deadline) == 0 &&
-	    lock_take_by(&R->lock, self, deadline) == 0) {
+	    rlock_take_by(&R->lock, self, deadline) == 0) {
 		write_end(HS_END_SIGNAL, NULL, sig);
-		lock_give(&R->lock);
+		rlock_give(&R->lock, hs_tid());
 	}
 	pthread_setcancelstate(cancel, NULL);
 	internal_end();
@@ -338,7 +329,7 @@ void recorder_exec_failed(void)
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
 	if (R->failed || hs_live->on || !hs_started || getpid() != R->pid ||
-	    !trace_has_fd() || lock_owned(&R->lock, hs_tid()))
+	    !trace_has_fd() || rlock_owned(&R->lock, hs_tid()))
 		return;
 	busy_enter(t);
 	writer_join(); /* it ended when recording stopped */
@@ -447,10 +438,10 @@ void recorder_abandoned(void)
 		lock_give(&R->mod_lock);
 	if (lock_owned(&hs_live->table_lock, self))
 		lock_give(&hs_live->table_lock);
-	if (lock_owned(&R->lock, self)) {
+	if (rlock_owned(&R->lock, self)) {
 		/* what the section had half written cannot be told apart */
 		hs_fail("a signal handler left the recorder with longjmp", 0);
-		lock_give(&R->lock);
+		rlock_give(&R->lock, hs_tid());
 	}
 	sampler_abandoned(self);
 }
@@ -464,7 +455,7 @@ static void fork_prepare(void)
 	R->on_at_fork = hs_live->on;
 	/* fork() from a handler that interrupted the recorder: a lock is
 	 * this thread's, the child just will not record */
-	t->fork_nested = lock_owned(&R->lock, self) ||
+	t->fork_nested = rlock_owned(&R->lock, self) ||
 			 lock_owned(&R->mod_lock, self) ||
 			 sampler_owned(self) ||
 			 lock_owned(&hs_live->table_lock, self);
@@ -473,7 +464,7 @@ static void fork_prepare(void)
 	sampler_fork_prepare();
 	lock_take(&hs_live->table_lock, self);
 	lock_take(&R->mod_lock, self);
-	lock_take(&R->lock, self);
+	rlock_take(&R->lock, self);
 }
 
 static void fork_parent(void)
@@ -481,7 +472,7 @@ static void fork_parent(void)
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
 	if (!t->fork_nested) {
-		lock_give(&R->lock);
+		rlock_give(&R->lock, hs_tid());
 		lock_give(&R->mod_lock);
 		lock_give(&hs_live->table_lock);
 		sampler_fork_parent();
@@ -497,7 +488,9 @@ static void fork_child(void)
 	 * a cancellation pending in the thread must not act here */
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	R->lock.v = 0; /* other threads are gone: nobody holds them */
+	/* other threads are gone: nobody holds them */
+	rlock_reset(&R->lock);
+	(void)rlock_setup(); /* the child's own memory: registered anew */
 	R->mod_lock.v = 0;
 	hs_live->table_lock.v = 0; /* wiped already, unless madvise failed */
 	t->tid = 0;

@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <limits.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,4 +60,119 @@ void wakeup_signal(hs_wakeup *w, int all)
 {
 	__atomic_fetch_add(&w->v, 1, __ATOMIC_RELEASE);
 	futex(&w->v, FUTEX_WAKE_PRIVATE, all ? INT_MAX : 1, NULL);
+}
+
+/* ---- the biased lock ---- */
+
+#define BIAS_RUN 128
+static int barriers; /* membarrier works here */
+
+int rlock_setup(void)
+{
+	long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	barriers = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+		   syscall(SYS_membarrier,
+			   MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	return barriers;
+}
+
+void rlock_reset(hs_rlock *b)
+{
+	*b = (hs_rlock){ 0 };
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void nap(long ns)
+{
+	struct timespec ts = { 0, ns };
+	nanosleep(&ts, NULL);
+}
+
+/* l held: the holder, if another thread, out; the bias kept or ended,
+ * or made.  deadline: 0, or when to give up (l given back): -1. */
+static int take_rest(hs_rlock *b, int self, uint64_t deadline)
+{
+	int h = b->holder;
+	if (h && h != self) {
+		__atomic_store_n(&b->revoke, 1, __ATOMIC_RELAXED);
+		b->revoked = 1;
+		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+			    0, 0)) {
+			/* cannot fail once registered, but for a filter
+			 * the program installed since: no more holders;
+			 * this one's store of in, if any, reaches us well
+			 * within this wait */
+			barriers = 0;
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			nap(100000);
+		}
+		for (int spin = 0; __atomic_load_n(&b->in, __ATOMIC_ACQUIRE);
+		     spin++) {
+			if (spin < 1000) {
+				__builtin_ia32_pause();
+				continue;
+			}
+			if (deadline && mono_ns() >= deadline) {
+				rlock_give_slow(b);
+				return -1;
+			}
+			nap(20000);
+		}
+		if (self != b->periodic || !barriers)
+			b->holder = 0;
+	}
+	if (self == b->periodic)
+		return 0;
+	if (b->last == self) {
+		b->run++;
+	} else {
+		b->last = self;
+		b->run = 1;
+	}
+	if (!b->holder && b->run >= BIAS_RUN && barriers)
+		b->holder = self; /* from its next take on */
+	return 0;
+}
+
+void rlock_slow(hs_rlock *b, int self)
+{
+	lock_take(&b->l, self);
+	(void)take_rest(b, self, 0);
+}
+
+int rlock_take_by(hs_rlock *b, int self, uint64_t deadline)
+{
+	if (rlock_fast(b, self))
+		return 0;
+	while (!lock_try(&b->l, self)) {
+		if (mono_ns() >= deadline)
+			return -1;
+		nap(100000);
+	}
+	return take_rest(b, self, deadline);
+}
+
+void rlock_give_slow(hs_rlock *b)
+{
+	if (b->revoked) {
+		b->revoked = 0;
+		__atomic_store_n(&b->revoke, 0, __ATOMIC_RELEASE);
+	}
+	lock_give(&b->l);
+}
+
+void rwakeup_wait(hs_wakeup *w, hs_rlock *b, int self, uint64_t timeout_ns)
+{
+	uint32_t seq = __atomic_load_n(&w->v, __ATOMIC_RELAXED);
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
+			       (long)(timeout_ns % 1000000000ull) };
+	rlock_give(b, self);
+	futex(&w->v, FUTEX_WAIT_PRIVATE, (int)seq, timeout_ns ? &ts : NULL);
+	rlock_take(b, self);
 }

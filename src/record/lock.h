@@ -1,6 +1,7 @@
 /* The recorder's locks and wake-ups, on raw futexes: every event takes
  * the lock once, so its uncontended path is two atomic instructions
- * inline, and after fork it is reset by a plain store.
+ * inline (none for the thread the recorder's lock is biased to, below),
+ * and after fork it is reset by plain stores.
  *
  * A held lock holds its owner's thread id: a thread can ask whether it
  * holds a lock itself, and so never waits for itself (code of the
@@ -53,6 +54,72 @@ static inline void lock_give(hs_lock *l)
 	if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) & LOCK_WAITERS)
 		lock_wake(l);
 }
+
+/* The recorder's lock (hs_rec.lock), biased.  A thread that takes it
+ * BIAS_RUN times in a row, no other thread's take between (the writer's
+ * aside), becomes its holder: it then takes and gives it by plain stores
+ * and loads, without the atomic instructions whose cost on an event is
+ * the drain of its store buffer.  Any other thread takes l, raises
+ * revoke, has every thread of the process pass a full memory barrier
+ * (membarrier), which makes the holder's store to in and load of revoke
+ * ordered as an atomic instruction would (asymmetric Dekker), and waits
+ * for in to be 0; a program thread's take also ends the bias, which
+ * then forms again only after BIAS_RUN takes in a row.  Without
+ * membarrier (an old kernel, a filter) no thread is made the holder. */
+typedef struct {
+	hs_lock l;
+	int holder;   /* tid; 0 none.  Changed with l held and revoke up */
+	int in;       /* the holder is in without l; its own to write */
+	int revoke;   /* l's owner wants the holder out */
+	int revoked;  /* l's owner raised revoke (under l) */
+	int last, run; /* under l: who took it last, how many times in a row */
+	int periodic; /* a thread whose takes leave the bias (the writer) */
+} hs_rlock;
+
+void rlock_slow(hs_rlock *b, int self);
+void rlock_give_slow(hs_rlock *b);
+/* rlock_take, given up at deadline (CLOCK_MONOTONIC ns): -1 then */
+int rlock_take_by(hs_rlock *b, int self, uint64_t deadline);
+int rlock_setup(void);              /* at start and in a forked child */
+void rlock_reset(hs_rlock *b);      /* in a forked child */
+
+static inline int rlock_fast(hs_rlock *b, int self)
+{
+	if (__atomic_load_n(&b->holder, __ATOMIC_RELAXED) != self)
+		return 0;
+	__atomic_store_n(&b->in, 1, __ATOMIC_RELAXED);
+	/* ordered against a revoker's store of revoke by its membarrier */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&b->revoke, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&b->holder, __ATOMIC_RELAXED) == self)
+		return 1;
+	__atomic_store_n(&b->in, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static inline void rlock_take(hs_rlock *b, int self)
+{
+	if (!rlock_fast(b, self))
+		rlock_slow(b, self);
+}
+
+static inline int rlock_owned(const hs_rlock *b, int self)
+{
+	return (__atomic_load_n(&b->in, __ATOMIC_RELAXED) &&
+		__atomic_load_n(&b->holder, __ATOMIC_RELAXED) == self) ||
+	       lock_owned(&b->l, self);
+}
+
+static inline void rlock_give(hs_rlock *b, int self)
+{
+	if (__atomic_load_n(&b->in, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&b->holder, __ATOMIC_RELAXED) == self)
+		__atomic_store_n(&b->in, 0, __ATOMIC_RELEASE);
+	else
+		rlock_give_slow(b);
+}
+
+void rwakeup_wait(hs_wakeup *w, hs_rlock *b, int self, uint64_t timeout_ns);
 
 /* Releases l, sleeps until e is signalled (or timeout_ns, if not 0, has
  * passed), takes l again.  Callers re-check their condition. */

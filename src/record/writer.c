@@ -113,9 +113,9 @@ int writer_write_pending(void)
 	size_t n;
 	if (!buffer_pending(&src, &n))
 		return 0;
-	lock_give(&R->lock);
+	rlock_give(&R->lock, hs_tid());
 	int rc = write_chunk(src, n);
-	lock_take(&R->lock, W.tid);
+	rlock_take(&R->lock, W.tid);
 	if (rc && R->fail_kind == FAIL_FD)
 		return -1; /* kept pending for trace_write_stop */
 	buffer_written();
@@ -146,9 +146,9 @@ static void tick(uint64_t t)
 static void sample(int self)
 {
 	struct sample s;
-	lock_give(&hs_rec.lock);
+	rlock_give(&hs_rec.lock, hs_tid());
 	int ok = sampler_take(&s, 0);
-	lock_take(&hs_rec.lock, self);
+	rlock_take(&hs_rec.lock, self);
 	if (hs_live->on && ok)
 		sampler_append(now_ns(), &s);
 }
@@ -159,10 +159,10 @@ static void stall(int self)
 {
 	int ms = hs_settings.writer_stall_ms;
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	lock_give(&hs_rec.lock);
+	rlock_give(&hs_rec.lock, hs_tid());
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-	lock_take(&hs_rec.lock, self);
+	rlock_take(&hs_rec.lock, self);
 }
 
 /* rmem_settle's: the program is ending, and needs no more of that */
@@ -254,16 +254,18 @@ static void *writer_main(void *arg)
 	size_t n;
 
 	__atomic_store_n(&W.tid, self, __ATOMIC_RELAXED);
+	/* its takes of the lock leave the program thread's bias */
+	__atomic_store_n(&R->lock.periodic, self, __ATOMIC_RELAXED);
 	/* the recorder's memory made resident here, not in the program's
 	 * start; before this thread's first sample (sampler_take) */
 	rmem_settle(stopping);
-	lock_take(&R->lock, self);
+	rlock_take(&R->lock, self);
 	while (hs_live->on && !(W.stop && !buffer_pending(&src, &n))) {
 		if (!buffer_pending(&src, &n) && !W.stop) {
 			uint64_t wake = next_tick < next_sample ? next_tick
 								: next_sample;
 			uint64_t now = now_ns();
-			wakeup_wait(&W.wake, &R->lock, self,
+			rwakeup_wait(&W.wake, &R->lock, self,
 				   wake > now ? wake - now : 1);
 			if (!hs_live->on)
 				break;
@@ -281,13 +283,13 @@ static void *writer_main(void *arg)
 		}
 		/* the loader's lock is taken by threads that then free
 		 * memory (dlclose): never ask it with our lock held */
-		lock_give(&R->lock);
+		rlock_give(&R->lock, hs_tid());
 		events_modules_poll();
 		if (t >= next_orphan) {
 			next_orphan = t + ORPHAN_NS;
 			orphan = orphaned();
 		}
-		lock_take(&R->lock, self);
+		rlock_take(&R->lock, self);
 		if (orphan)
 			break;
 		buffer_flush_due(t, FLUSH_NS);
@@ -300,7 +302,7 @@ static void *writer_main(void *arg)
 	/* under the lock: a thread waiting for room, whose wake-up from
 	 * hs_fail (sent without the lock) it may have missed, sees this */
 	buffer_unblock();
-	lock_give(&R->lock);
+	rlock_give(&R->lock, hs_tid());
 	if (orphan) {
 		/* the trace ended as _exit ends it, then the process with
 		 * the main thread's status, as the kernel ends it when its
@@ -349,10 +351,10 @@ void writer_stop(void)
 {
 	if (!W.running)
 		return;
-	lock_take(&hs_rec.lock, hs_tid());
+	rlock_take(&hs_rec.lock, hs_tid());
 	W.stop = 1;
 	writer_wake(1);
-	lock_give(&hs_rec.lock);
+	rlock_give(&hs_rec.lock, hs_tid());
 	pthread_join(W.thread, NULL);
 	W.running = 0;
 }
@@ -361,11 +363,11 @@ int writer_stop_by(uint64_t deadline)
 {
 	if (!W.running)
 		return 0;
-	if (lock_take_by(&hs_rec.lock, hs_tid(), deadline))
+	if (rlock_take_by(&hs_rec.lock, hs_tid(), deadline))
 		return -1;
 	W.stop = 1;
 	writer_wake(1);
-	lock_give(&hs_rec.lock);
+	rlock_give(&hs_rec.lock, hs_tid());
 	while (!__atomic_load_n(&W.done, __ATOMIC_ACQUIRE)) {
 		if (now_ns() >= deadline)
 			return -1;

@@ -1,0 +1,225 @@
+/* The recorder's biased lock (lock.h): mutual exclusion among threads
+ * that take it in runs (so that one of them becomes its holder and takes
+ * it without atomic instructions) and threads that revoke that, the
+ * writer's periodic takes that keep the bias, a take given up at its
+ * deadline while the holder is in, ownership, and a forked child's
+ * reset while a thread of the parent was in. */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../src/record/lock.h"
+#include "check.h"
+
+static hs_rlock lk;
+static int barriers; /* rlock_setup's answer: holders can be made */
+
+static int tid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+/* ---- exclusion ---- */
+
+#define WORKERS 4
+#define ROUNDS 400
+
+static volatile int inside;         /* threads in the critical section */
+static volatile uint64_t count;     /* plain increments under the lock */
+static int overlaps;                /* a thread found another inside */
+static uint64_t taken[WORKERS + 1]; /* takes per thread */
+static uint64_t fast[WORKERS + 1];  /* takes while the thread held the bias */
+static int stop_periodic;
+
+/* Under the lock: a read-modify-write with time between, which two
+ * threads inside at once would lose increments of. */
+static void critical(int who)
+{
+	if (inside)
+		__atomic_fetch_add(&overlaps, 1, __ATOMIC_RELAXED);
+	inside = 1;
+	uint64_t c = count;
+	for (int i = 0; i < 8; i++)
+		__builtin_ia32_pause();
+	count = c + 1;
+	if (__atomic_load_n(&lk.holder, __ATOMIC_RELAXED) == tid() &&
+	    __atomic_load_n(&lk.in, __ATOMIC_RELAXED))
+		fast[who]++;
+	taken[who]++;
+	inside = 0;
+}
+
+static void *worker(void *arg)
+{
+	int who = (int)(intptr_t)arg, self = tid();
+	unsigned seed = (unsigned)who * 7919u + 1;
+	for (int r = 0; r < ROUNDS; r++) {
+		/* runs of 1 to 600 takes: long ones make a holder, short
+		 * ones of the other threads revoke it */
+		int run = 1 + (int)(rand_r(&seed) % 600);
+		for (int k = 0; k < run; k++) {
+			rlock_take(&lk, self);
+			CHECK(rlock_owned(&lk, self));
+			critical(who);
+			rlock_give(&lk, self);
+		}
+		if (rand_r(&seed) % 4 == 0)
+			sleep_us(rand_r(&seed) % 50);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* The writer's part: a take every 200 us, which keeps the bias */
+static void *periodic(void *arg)
+{
+	(void)arg;
+	int self = tid();
+	__atomic_store_n(&lk.periodic, self, __ATOMIC_RELAXED);
+	while (!__atomic_load_n(&stop_periodic, __ATOMIC_RELAXED)) {
+		rlock_take(&lk, self);
+		critical(WORKERS);
+		rlock_give(&lk, self);
+		sleep_us(200);
+	}
+	return NULL;
+}
+
+static void exclusion(void)
+{
+	pthread_t t[WORKERS], p;
+	rlock_reset(&lk);
+	CHECK(pthread_create(&p, NULL, periodic, NULL) == 0);
+	for (int i = 0; i < WORKERS; i++)
+		CHECK(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i) ==
+		      0);
+	for (int i = 0; i < WORKERS; i++)
+		pthread_join(t[i], NULL);
+	__atomic_store_n(&stop_periodic, 1, __ATOMIC_RELAXED);
+	pthread_join(p, NULL);
+	uint64_t total = 0, nfast = 0;
+	for (int i = 0; i <= WORKERS; i++) {
+		total += taken[i];
+		nfast += fast[i];
+	}
+	CHECK(overlaps == 0);
+	CHECK(count == total);
+	CHECK(taken[WORKERS] > 0);
+	if (barriers)
+		CHECK(nfast > 1000); /* the bias formed, and was used */
+	else
+		CHECK(nfast == 0);
+	printf("exclusion: %llu takes, %llu by a holder, %d overlaps\n",
+	       (unsigned long long)total, (unsigned long long)nfast,
+	       overlaps);
+}
+
+/* ---- a take given up at its deadline ---- */
+
+static volatile int held, let_go;
+
+/* Becomes the holder, takes the lock and stays in until let go. */
+static void *stay_in(void *arg)
+{
+	(void)arg;
+	int self = tid();
+	for (int i = 0; i < 300; i++) {
+		rlock_take(&lk, self);
+		rlock_give(&lk, self);
+	}
+	rlock_take(&lk, self);
+	held = 1;
+	while (!let_go)
+		sleep_us(1000);
+	held = 0;
+	rlock_give(&lk, self);
+	return NULL;
+}
+
+static void deadline(void)
+{
+	pthread_t t;
+	int self = tid();
+	rlock_reset(&lk);
+	held = let_go = 0;
+	CHECK(pthread_create(&t, NULL, stay_in, NULL) == 0);
+	while (!held)
+		sleep_us(1000);
+	if (barriers)
+		CHECK(lk.holder != 0 && lk.holder != self && lk.in);
+	CHECK(!rlock_owned(&lk, self));
+	uint64_t t0 = now_ns();
+	CHECK(rlock_take_by(&lk, self, t0 + 50 * 1000000ull) == -1);
+	uint64_t waited = now_ns() - t0;
+	CHECK(waited >= 50 * 1000000ull && waited < 1000 * 1000000ull);
+	/* given up: the plain lock free again, the holder's take undone */
+	CHECK(lk.l.v == 0 && lk.revoke == 0 && held);
+	let_go = 1;
+	CHECK(rlock_take_by(&lk, self, now_ns() + 5000 * 1000000ull) == 0);
+	CHECK(!held && rlock_owned(&lk, self));
+	rlock_give(&lk, self);
+	CHECK(!rlock_owned(&lk, self));
+	pthread_join(t, NULL);
+}
+
+/* ---- fork while a thread is in ---- */
+
+static void forked(void)
+{
+	pthread_t t;
+	rlock_reset(&lk);
+	held = let_go = 0;
+	CHECK(pthread_create(&t, NULL, stay_in, NULL) == 0);
+	while (!held)
+		sleep_us(1000);
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* as the recorder's fork_child: the thread in is gone */
+		alarm(10);
+		rlock_reset(&lk);
+		(void)rlock_setup();
+		int self = tid();
+		for (int i = 0; i < 1000; i++) {
+			rlock_take(&lk, self);
+			rlock_give(&lk, self);
+		}
+		_exit(lk.holder == (barriers ? self : 0) ? 0 : 3);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	let_go = 1;
+	pthread_join(t, NULL);
+}
+
+int main(void)
+{
+	alarm(90); /* a broken lock hangs: fail, not wait for meson */
+	barriers = rlock_setup();
+	printf("membarrier: %s\n", barriers ? "yes" : "no (no holders)");
+	exclusion();
+	deadline();
+	forked();
+	return check_report("test_lock");
+}
