@@ -31,6 +31,12 @@ uint64_t now_ns(void)
 	       hs_rec.start_ns;
 }
 
+uint64_t ns_until(uint64_t deadline)
+{
+	uint64_t now = now_ns();
+	return deadline > now ? deadline - now : 0;
+}
+
 static void start_clock(void)
 {
 	sampler_restart();
@@ -288,7 +294,7 @@ void recorder_end_signal(int sig)
 	if (rlock_owned(&R->lock, self))
 		rlock_give(&R->lock, hs_tid());
 	if (writer_stop_by(deadline) == 0 &&
-	    rlock_take_by(&R->lock, self, deadline) == 0) {
+	    rlock_take_within(&R->lock, self, ns_until(deadline)) == 0) {
 		write_end(HS_END_SIGNAL, NULL, sig);
 		rlock_give(&R->lock, hs_tid());
 	}

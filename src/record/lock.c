@@ -146,10 +146,11 @@ void rlock_slow(hs_rlock *b, int self)
 	(void)take_rest(b, self, 0);
 }
 
-int rlock_take_by(hs_rlock *b, int self, uint64_t deadline)
+int rlock_take_within(hs_rlock *b, int self, uint64_t ns)
 {
 	if (rlock_fast(b, self))
 		return 0;
+	uint64_t deadline = mono_ns() + ns;
 	while (!lock_try(&b->l, self)) {
 		if (mono_ns() >= deadline)
 			return -1;

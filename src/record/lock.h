@@ -78,8 +78,8 @@ typedef struct {
 
 void rlock_slow(hs_rlock *b, int self);
 void rlock_give_slow(hs_rlock *b);
-/* rlock_take, given up at deadline (CLOCK_MONOTONIC ns): -1 then */
-int rlock_take_by(hs_rlock *b, int self, uint64_t deadline);
+/* rlock_take, given up after ns nanoseconds: -1 then */
+int rlock_take_within(hs_rlock *b, int self, uint64_t ns);
 int rlock_setup(void);              /* at start and in a forked child */
 void rlock_reset(hs_rlock *b);      /* in a forked child */
 

@@ -363,7 +363,7 @@ int writer_stop_by(uint64_t deadline)
 {
 	if (!W.running)
 		return 0;
-	if (rlock_take_by(&hs_rec.lock, hs_tid(), deadline))
+	if (rlock_take_within(&hs_rec.lock, hs_tid(), ns_until(deadline)))
 		return -1;
 	W.stop = 1;
 	writer_wake(1);
