@@ -14,8 +14,8 @@ void *rmem_map_resident(size_t size);
 /* The same, made resident by rmem_settle, later, on a thread that has the
  * time: a program's start does not wait for 9 MiB of the recorder's
  * pages to be cleared.  Resident at once where the kernel cannot do that
- * on request (MADV_POPULATE_WRITE, Linux 5.14).  Single-threaded: at
- * start-up only. */
+ * on request (MADV_POPULATE_WRITE, Linux 5.14).  Offered as transparent
+ * huge pages, as rmem_map_table's.  Single-threaded: at start-up only. */
 void *rmem_map_later(size_t size);
 /* Makes what rmem_map_later mapped resident, unless done; stops early,
  * returning -1, when stop (if not NULL) says so between steps of 512 KiB.
