@@ -49,6 +49,8 @@ void *rmem_map_later(size_t size)
 	 * faults cost the program's thread a flush of the other CPU's TLB
 	 * at each of its own copy-on-write faults */
 	uint8_t *p = rmem_map_table(size);
+	if (!p) /* its 2 MiB more, for the alignment, too much for a limit */
+		p = map(size, 0);
 	if (!p)
 		return NULL;
 	if (populates < 0 &&
