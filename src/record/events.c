@@ -267,7 +267,7 @@ static void unlock_slow(void)
 {
 	int fresh = 0;
 	side_flush(0, &fresh);
-	rlock_give(&hs_rec.lock, hs_tid());
+	rlock_give(&hs_rec.lock);
 	after_fresh_nodes(fresh);
 }
 
@@ -276,7 +276,7 @@ static inline void unlock(void)
 	if (__builtin_expect(side.n != 0, 0))
 		unlock_slow();
 	else
-		rlock_give(&hs_rec.lock, hs_tid());
+		rlock_give(&hs_rec.lock);
 }
 
 void rec_unlock(void)
@@ -800,6 +800,6 @@ void events_modules_changed(void)
 	struct modlist tmp = known;
 	known = scratch;
 	scratch = tmp;
-	rlock_give(&R->lock, hs_tid());
+	rlock_give(&R->lock);
 	lock_give(&R->mod_lock);
 }

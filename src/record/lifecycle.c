@@ -212,7 +212,7 @@ static void finish(unsigned reason, const char *exec_path)
 		 * what was recorded written out */
 		hs_fail("the program ended from a signal handler that "
 			"interrupted the recorder", 0);
-		rlock_give(&R->lock, hs_tid());
+		rlock_give(&R->lock);
 	}
 	/* at exec the writer may go on (exec can fail); after a failure it
 	 * is done, and the stop chunk below must not race its compression */
@@ -282,7 +282,7 @@ void recorder_end_signal(int sig)
 		/* another thread writes them, and then ends the process: the
 		 * lock a realloc in flight holds must not stop it */
 		if (rlock_owned(&R->lock, self))
-			rlock_give(&R->lock, hs_tid());
+			rlock_give(&R->lock);
 		while (now_ns() < deadline)
 			hs_nap();
 		return;
@@ -292,11 +292,11 @@ void recorder_end_signal(int sig)
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (rlock_owned(&R->lock, self))
-		rlock_give(&R->lock, hs_tid());
+		rlock_give(&R->lock);
 	if (writer_stop_by(deadline) == 0 &&
 	    rlock_take_within(&R->lock, self, ns_until(deadline)) == 0) {
 		write_end(HS_END_SIGNAL, NULL, sig);
-		rlock_give(&R->lock, hs_tid());
+		rlock_give(&R->lock);
 	}
 	pthread_setcancelstate(cancel, NULL);
 	internal_end();
@@ -447,7 +447,7 @@ void recorder_abandoned(void)
 	if (rlock_owned(&R->lock, self)) {
 		/* what the section had half written cannot be told apart */
 		hs_fail("a signal handler left the recorder with longjmp", 0);
-		rlock_give(&R->lock, hs_tid());
+		rlock_give(&R->lock);
 	}
 	sampler_abandoned(self);
 }
@@ -478,7 +478,7 @@ static void fork_parent(void)
 	struct recorder *R = &hs_rec;
 	struct tstate *t = &hs_thread;
 	if (!t->fork_nested) {
-		rlock_give(&R->lock, hs_tid());
+		rlock_give(&R->lock);
 		lock_give(&R->mod_lock);
 		lock_give(&hs_live->table_lock);
 		sampler_fork_parent();

@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <limits.h>
+#include <string.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -66,6 +67,7 @@ void wakeup_signal(hs_wakeup *w, int all)
 
 #define BIAS_RUN 128
 static int barriers; /* membarrier works here */
+__thread int hs_rlock_slot __attribute__((tls_model("initial-exec")));
 
 int rlock_setup(void)
 {
@@ -78,7 +80,10 @@ int rlock_setup(void)
 
 void rlock_reset(hs_rlock *b)
 {
-	*b = (hs_rlock){ 0 };
+	/* the forking thread keeps its slot: none is given out again */
+	int slots = b->slots;
+	memset(b, 0, sizeof(*b));
+	b->slots = slots;
 }
 
 static uint64_t mono_ns(void)
@@ -98,22 +103,24 @@ static void nap(long ns)
  * or made.  deadline: 0, or when to give up (l given back): -1. */
 static int take_rest(hs_rlock *b, int self, uint64_t deadline)
 {
-	int h = b->holder;
-	if (h && h != self) {
+	int h = b->holder, s = hs_rlock_slot;
+	if (!s) /* its first slow take */
+		s = hs_rlock_slot = b->slots + 1 < RLOCK_SLOTS ? ++b->slots : -1;
+	if (h && h != s) {
 		__atomic_store_n(&b->revoke, 1, __ATOMIC_RELAXED);
 		b->revoked = 1;
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
 			    0, 0)) {
 			/* cannot fail once registered, but for a filter
 			 * the program installed since: no more holders;
-			 * this one's store of in, if any, reaches us well
-			 * within this wait */
+			 * this one's store of its flag, if any, reaches us
+			 * well within this wait */
 			barriers = 0;
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			nap(100000);
 		}
-		for (int spin = 0; __atomic_load_n(&b->in, __ATOMIC_ACQUIRE);
-		     spin++) {
+		for (int spin = 0;
+		     __atomic_load_n(&b->in[h], __ATOMIC_ACQUIRE); spin++) {
 			if (spin < 1000) {
 				__builtin_ia32_pause();
 				continue;
@@ -135,8 +142,8 @@ static int take_rest(hs_rlock *b, int self, uint64_t deadline)
 		b->last = self;
 		b->run = 1;
 	}
-	if (!b->holder && b->run >= BIAS_RUN && barriers)
-		b->holder = self; /* from its next take on */
+	if (!b->holder && b->run >= BIAS_RUN && barriers && s > 0)
+		b->holder = s; /* from its next take on */
 	return 0;
 }
 
@@ -148,7 +155,7 @@ void rlock_slow(hs_rlock *b, int self)
 
 int rlock_take_within(hs_rlock *b, int self, uint64_t ns)
 {
-	if (rlock_fast(b, self))
+	if (rlock_fast(b))
 		return 0;
 	uint64_t deadline = mono_ns() + ns;
 	while (!lock_try(&b->l, self)) {
@@ -173,7 +180,7 @@ void rwakeup_wait(hs_wakeup *w, hs_rlock *b, int self, uint64_t timeout_ns)
 	uint32_t seq = __atomic_load_n(&w->v, __ATOMIC_RELAXED);
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
 			       (long)(timeout_ns % 1000000000ull) };
-	rlock_give(b, self);
+	rlock_give(b);
 	futex(&w->v, FUTEX_WAIT_PRIVATE, (int)seq, timeout_ns ? &ts : NULL);
 	rlock_take(b, self);
 }

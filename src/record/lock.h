@@ -61,20 +61,31 @@ static inline void lock_give(hs_lock *l)
  * and loads, without the atomic instructions whose cost on an event is
  * the drain of its store buffer.  Any other thread takes l, raises
  * revoke, has every thread of the process pass a full memory barrier
- * (membarrier), which makes the holder's store to in and load of revoke
- * ordered as an atomic instruction would (asymmetric Dekker), and waits
- * for in to be 0; a program thread's take also ends the bias, which
- * then forms again only after BIAS_RUN takes in a row.  Without
- * membarrier (an old kernel, a filter) no thread is made the holder. */
+ * (membarrier), which makes the holder's store to its in flag and load
+ * of revoke ordered as an atomic instruction would (asymmetric Dekker),
+ * and waits for that flag to be 0; a program thread's take also ends the
+ * bias, which then forms again only after BIAS_RUN takes in a row.
+ * Without membarrier (an old kernel, a filter) no thread is made the
+ * holder.
+ *
+ * Each thread has an in flag of its own, found by its slot (a number the
+ * lock gives it at its first slow take, as long as there are slots): a
+ * former holder, delayed between its look at holder and its store to its
+ * flag, stores into its own flag, never the present holder's. */
+#define RLOCK_SLOTS 4096
 typedef struct {
 	hs_lock l;
-	int holder;   /* tid; 0 none.  Changed with l held and revoke up */
-	int in;       /* the holder is in without l; its own to write */
+	int holder;   /* slot; 0 none.  Changed with l held and revoke up */
 	int revoke;   /* l's owner wants the holder out */
 	int revoked;  /* l's owner raised revoke (under l) */
-	int last, run; /* under l: who took it last, how many times in a row */
+	int last, run; /* under l: who took it last (tid), times in a row */
 	int periodic; /* a thread whose takes leave the bias (the writer) */
+	int slots;    /* slots given out (under l); kept across fork */
+	int in[RLOCK_SLOTS]; /* slot's thread is in without l; its own */
 } hs_rlock;
+
+/* The calling thread's slot: 0 none yet, -1 none to be had. */
+extern __thread int hs_rlock_slot __attribute__((tls_model("initial-exec")));
 
 void rlock_slow(hs_rlock *b, int self);
 void rlock_give_slow(hs_rlock *b);
@@ -83,38 +94,47 @@ int rlock_take_within(hs_rlock *b, int self, uint64_t ns);
 int rlock_setup(void);              /* at start and in a forked child */
 void rlock_reset(hs_rlock *b);      /* in a forked child */
 
-static inline int rlock_fast(hs_rlock *b, int self)
+/* Tests: a delay between the look at holder and the store to the flag,
+ * as preemption may make */
+#ifndef RLOCK_WINDOW
+#define RLOCK_WINDOW() ((void)0)
+#endif
+
+static inline int rlock_fast(hs_rlock *b)
 {
-	if (__atomic_load_n(&b->holder, __ATOMIC_RELAXED) != self)
+	int s = hs_rlock_slot;
+	if (s <= 0 || __atomic_load_n(&b->holder, __ATOMIC_RELAXED) != s)
 		return 0;
-	__atomic_store_n(&b->in, 1, __ATOMIC_RELAXED);
+	RLOCK_WINDOW();
+	__atomic_store_n(&b->in[s], 1, __ATOMIC_RELAXED);
 	/* ordered against a revoker's store of revoke by its membarrier */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&b->revoke, __ATOMIC_ACQUIRE) &&
-	    __atomic_load_n(&b->holder, __ATOMIC_RELAXED) == self)
+	    __atomic_load_n(&b->holder, __ATOMIC_RELAXED) == s)
 		return 1;
-	__atomic_store_n(&b->in, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&b->in[s], 0, __ATOMIC_RELEASE);
 	return 0;
 }
 
 static inline void rlock_take(hs_rlock *b, int self)
 {
-	if (!rlock_fast(b, self))
+	if (!rlock_fast(b))
 		rlock_slow(b, self);
 }
 
+/* Whether the calling thread (self) holds it, either way. */
 static inline int rlock_owned(const hs_rlock *b, int self)
 {
-	return (__atomic_load_n(&b->in, __ATOMIC_RELAXED) &&
-		__atomic_load_n(&b->holder, __ATOMIC_RELAXED) == self) ||
+	int s = hs_rlock_slot;
+	return (s > 0 && __atomic_load_n(&b->in[s], __ATOMIC_RELAXED)) ||
 	       lock_owned(&b->l, self);
 }
 
-static inline void rlock_give(hs_rlock *b, int self)
+static inline void rlock_give(hs_rlock *b)
 {
-	if (__atomic_load_n(&b->in, __ATOMIC_RELAXED) &&
-	    __atomic_load_n(&b->holder, __ATOMIC_RELAXED) == self)
-		__atomic_store_n(&b->in, 0, __ATOMIC_RELEASE);
+	int s = hs_rlock_slot;
+	if (s > 0 && __atomic_load_n(&b->in[s], __ATOMIC_RELAXED))
+		__atomic_store_n(&b->in[s], 0, __ATOMIC_RELEASE);
 	else
 		rlock_give_slow(b);
 }

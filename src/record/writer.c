@@ -113,7 +113,7 @@ int writer_write_pending(void)
 	size_t n;
 	if (!buffer_pending(&src, &n))
 		return 0;
-	rlock_give(&R->lock, hs_tid());
+	rlock_give(&R->lock);
 	int rc = write_chunk(src, n);
 	rlock_take(&R->lock, W.tid);
 	if (rc && R->fail_kind == FAIL_FD)
@@ -146,7 +146,7 @@ static void tick(uint64_t t)
 static void sample(int self)
 {
 	struct sample s;
-	rlock_give(&hs_rec.lock, hs_tid());
+	rlock_give(&hs_rec.lock);
 	int ok = sampler_take(&s, 0);
 	rlock_take(&hs_rec.lock, self);
 	if (hs_live->on && ok)
@@ -159,7 +159,7 @@ static void stall(int self)
 {
 	int ms = hs_settings.writer_stall_ms;
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	rlock_give(&hs_rec.lock, hs_tid());
+	rlock_give(&hs_rec.lock);
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 	rlock_take(&hs_rec.lock, self);
@@ -283,7 +283,7 @@ static void *writer_main(void *arg)
 		}
 		/* the loader's lock is taken by threads that then free
 		 * memory (dlclose): never ask it with our lock held */
-		rlock_give(&R->lock, hs_tid());
+		rlock_give(&R->lock);
 		events_modules_poll();
 		if (t >= next_orphan) {
 			next_orphan = t + ORPHAN_NS;
@@ -302,7 +302,7 @@ static void *writer_main(void *arg)
 	/* under the lock: a thread waiting for room, whose wake-up from
 	 * hs_fail (sent without the lock) it may have missed, sees this */
 	buffer_unblock();
-	rlock_give(&R->lock, hs_tid());
+	rlock_give(&R->lock);
 	if (orphan) {
 		/* the trace ended as _exit ends it, then the process with
 		 * the main thread's status, as the kernel ends it when its
@@ -354,7 +354,7 @@ void writer_stop(void)
 	rlock_take(&hs_rec.lock, hs_tid());
 	W.stop = 1;
 	writer_wake(1);
-	rlock_give(&hs_rec.lock, hs_tid());
+	rlock_give(&hs_rec.lock);
 	pthread_join(W.thread, NULL);
 	W.running = 0;
 }
@@ -367,7 +367,7 @@ int writer_stop_by(uint64_t deadline)
 		return -1;
 	W.stop = 1;
 	writer_wake(1);
-	rlock_give(&hs_rec.lock, hs_tid());
+	rlock_give(&hs_rec.lock);
 	while (!__atomic_load_n(&W.done, __ATOMIC_ACQUIRE)) {
 		if (now_ns() >= deadline)
 			return -1;

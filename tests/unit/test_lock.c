@@ -15,11 +15,29 @@
 #include <time.h>
 #include <unistd.h>
 
+/* a delay, now and then, where preemption may stop a former holder: after
+ * its look at holder, before its store to its flag */
+static void window(void);
+#define RLOCK_WINDOW() window()
 #include "../../src/record/lock.h"
 #include "check.h"
 
 static hs_rlock lk;
 static int barriers; /* rlock_setup's answer: holders can be made */
+static int delays;   /* window() sleeps */
+static __thread unsigned window_seed;
+
+static void sleep_us(long us);
+
+static void window(void)
+{
+	if (!__atomic_load_n(&delays, __ATOMIC_RELAXED))
+		return;
+	if (!window_seed)
+		window_seed = (unsigned)(uintptr_t)&window_seed | 1;
+	if (rand_r(&window_seed) % 8 == 0)
+		sleep_us(20 + rand_r(&window_seed) % 80);
+}
 
 static int tid(void)
 {
@@ -62,8 +80,9 @@ static void critical(int who)
 	for (int i = 0; i < 8; i++)
 		__builtin_ia32_pause();
 	count = c + 1;
-	if (__atomic_load_n(&lk.holder, __ATOMIC_RELAXED) == tid() &&
-	    __atomic_load_n(&lk.in, __ATOMIC_RELAXED))
+	int slot = hs_rlock_slot;
+	if (slot > 0 && __atomic_load_n(&lk.holder, __ATOMIC_RELAXED) == slot &&
+	    __atomic_load_n(&lk.in[slot], __ATOMIC_RELAXED))
 		fast[who]++;
 	taken[who]++;
 	inside = 0;
@@ -81,7 +100,7 @@ static void *worker(void *arg)
 			rlock_take(&lk, self);
 			CHECK(rlock_owned(&lk, self));
 			critical(who);
-			rlock_give(&lk, self);
+			rlock_give(&lk);
 		}
 		if (rand_r(&seed) % 4 == 0)
 			sleep_us(rand_r(&seed) % 50);
@@ -100,16 +119,21 @@ static void *periodic(void *arg)
 	while (!__atomic_load_n(&stop_periodic, __ATOMIC_RELAXED)) {
 		rlock_take(&lk, self);
 		critical(WORKERS);
-		rlock_give(&lk, self);
+		rlock_give(&lk);
 		sleep_us(200);
 	}
 	return NULL;
 }
 
-static void exclusion(void)
+static void exclusion(const char *what)
 {
 	pthread_t t[WORKERS], p;
 	rlock_reset(&lk);
+	memset(taken, 0, sizeof(taken));
+	memset(fast, 0, sizeof(fast));
+	count = 0;
+	overlaps = 0;
+	stop_periodic = 0;
 	CHECK(pthread_create(&p, NULL, periodic, NULL) == 0);
 	for (int i = 0; i < WORKERS; i++)
 		CHECK(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i) ==
@@ -130,7 +154,7 @@ static void exclusion(void)
 		CHECK(nfast > 1000); /* the bias formed, and was used */
 	else
 		CHECK(nfast == 0);
-	printf("exclusion: %llu takes, %llu by a holder, %d overlaps\n",
+	printf("%s: %llu takes, %llu by a holder, %d overlaps\n", what,
 	       (unsigned long long)total, (unsigned long long)nfast,
 	       overlaps);
 }
@@ -146,14 +170,14 @@ static void *stay_in(void *arg)
 	int self = tid();
 	for (int i = 0; i < 300; i++) {
 		rlock_take(&lk, self);
-		rlock_give(&lk, self);
+		rlock_give(&lk);
 	}
 	rlock_take(&lk, self);
 	held = 1;
 	while (!let_go)
 		sleep_us(1000);
 	held = 0;
-	rlock_give(&lk, self);
+	rlock_give(&lk);
 	return NULL;
 }
 
@@ -167,7 +191,8 @@ static void deadline(void)
 	while (!held)
 		sleep_us(1000);
 	if (barriers)
-		CHECK(lk.holder != 0 && lk.holder != self && lk.in);
+		CHECK(lk.holder > 0 && lk.holder != hs_rlock_slot &&
+		      lk.in[lk.holder]);
 	CHECK(!rlock_owned(&lk, self));
 	uint64_t t0 = now_ns();
 	CHECK(rlock_take_within(&lk, self, 50 * 1000000ull) == -1);
@@ -178,7 +203,7 @@ static void deadline(void)
 	let_go = 1;
 	CHECK(rlock_take_within(&lk, self, 5000 * 1000000ull) == 0);
 	CHECK(!held && rlock_owned(&lk, self));
-	rlock_give(&lk, self);
+	rlock_give(&lk);
 	CHECK(!rlock_owned(&lk, self));
 	pthread_join(t, NULL);
 }
@@ -202,9 +227,9 @@ static void forked(void)
 		int self = tid();
 		for (int i = 0; i < 1000; i++) {
 			rlock_take(&lk, self);
-			rlock_give(&lk, self);
+			rlock_give(&lk);
 		}
-		_exit(lk.holder == (barriers ? self : 0) ? 0 : 3);
+		_exit(lk.holder == (barriers ? hs_rlock_slot : 0) ? 0 : 3);
 	}
 	int status = -1;
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
@@ -218,7 +243,12 @@ int main(void)
 	alarm(90); /* a broken lock hangs: fail, not wait for meson */
 	barriers = rlock_setup();
 	printf("membarrier: %s\n", barriers ? "yes" : "no (no holders)");
-	exclusion();
+	exclusion("exclusion");
+	/* former holders stopped between their look at holder and their
+	 * store, while another thread became the holder and went in */
+	delays = 1;
+	exclusion("exclusion, with delays");
+	delays = 0;
 	deadline();
 	forked();
 	return check_report("test_lock");
