@@ -47,16 +47,6 @@ void lock_wake(hs_lock *l)
 	futex(&l->v, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-void wakeup_wait(hs_wakeup *w, hs_lock *l, int self, uint64_t timeout_ns)
-{
-	uint32_t seq = __atomic_load_n(&w->v, __ATOMIC_RELAXED);
-	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull),
-			       (long)(timeout_ns % 1000000000ull) };
-	lock_give(l);
-	futex(&w->v, FUTEX_WAIT_PRIVATE, (int)seq, timeout_ns ? &ts : NULL);
-	lock_take(l, self);
-}
-
 void wakeup_signal(hs_wakeup *w, int all)
 {
 	__atomic_fetch_add(&w->v, 1, __ATOMIC_RELEASE);

@@ -139,11 +139,9 @@ static inline void rlock_give(hs_rlock *b)
 		rlock_give_slow(b);
 }
 
+/* Releases b, sleeps until w is signalled (or timeout_ns, if not 0, has
+ * passed), takes b again.  Callers re-check their condition. */
 void rwakeup_wait(hs_wakeup *w, hs_rlock *b, int self, uint64_t timeout_ns);
-
-/* Releases l, sleeps until e is signalled (or timeout_ns, if not 0, has
- * passed), takes l again.  Callers re-check their condition. */
-void wakeup_wait(hs_wakeup *w, hs_lock *l, int self, uint64_t timeout_ns);
 void wakeup_signal(hs_wakeup *w, int all);
 
 #endif
