@@ -61,8 +61,6 @@ void settings_read(void);
 uint64_t now_ns(void);
 /* The nanoseconds from now to deadline (now_ns), 0 if it is past. */
 uint64_t ns_until(uint64_t deadline);
-/* Sleeps 100 us, in the recorder's waits that poll. */
-void hs_nap(void);
 
 /* ---- fail.c: how recording stops ---- */
 

@@ -250,12 +250,6 @@ void recorder_before_exec(const char *path)
  * same, the trace then ending at its last whole chunk as it would have. */
 #define LAST_WORDS_NS (2000 * 1000000ull)
 
-void hs_nap(void)
-{
-	struct timespec ts = { 0, 100000 };
-	nanosleep(&ts, NULL);
-}
-
 /* A thread writes the last words; a forked child starts without. */
 static int last_words_claimed;
 

@@ -89,6 +89,11 @@ static void nap(long ns)
 	nanosleep(&ts, NULL);
 }
 
+void hs_nap(void)
+{
+	nap(100000);
+}
+
 /* l held: the holder, if another thread, out; the bias kept or ended,
  * or made.  deadline: 0, or when to give up (l given back): -1. */
 static int take_rest(hs_rlock *b, int self, uint64_t deadline)
@@ -107,7 +112,7 @@ static int take_rest(hs_rlock *b, int self, uint64_t deadline)
 			 * well within this wait */
 			barriers = 0;
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			nap(100000);
+			hs_nap();
 		}
 		for (int spin = 0;
 		     __atomic_load_n(&b->in[h], __ATOMIC_ACQUIRE); spin++) {
@@ -151,7 +156,7 @@ int rlock_take_within(hs_rlock *b, int self, uint64_t ns)
 	while (!lock_try(&b->l, self)) {
 		if (mono_ns() >= deadline)
 			return -1;
-		nap(100000);
+		hs_nap();
 	}
 	return take_rest(b, self, deadline);
 }

@@ -24,6 +24,9 @@ typedef struct {
 	uint32_t v;
 } hs_wakeup;
 
+/* Sleeps 100 us, in the recorder's waits that poll. */
+void hs_nap(void);
+
 void lock_slow(hs_lock *l, int self);
 void lock_wake(hs_lock *l);
 
