@@ -223,6 +223,27 @@ static inline uint8_t *ext_end(uint8_t *payload, uint8_t *end)
 	return p + n;
 }
 
+/* An extension whose payload is one varint, its length known before it
+ * is written: nothing moved (a Python program's stack changes, written
+ * at one event in four, went through memmove). */
+static inline unsigned varint_len(uint64_t v)
+{
+	unsigned n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static inline uint8_t *ext_one(uint8_t *p, uint64_t type, uint64_t v)
+{
+	*p++ = HS_REC_EXT;
+	p = varint_put(p, type);
+	*p++ = (uint8_t)varint_len(v); /* at most 10: one byte */
+	return varint_put(p, v);
+}
+
 #define HS_MAP_MAX(path_len) (1 + 12 * HS_VARINT_MAX + (path_len))
 
 static inline uint8_t *enc_map(uint8_t *p, uint64_t addr, uint64_t len,
@@ -263,8 +284,7 @@ static inline uint8_t *enc_remap(uint8_t *p, uint64_t old, uint64_t old_len,
 
 static inline uint8_t *enc_exiting(uint8_t *p, uint64_t t)
 {
-	uint8_t *payload = ext_begin(p, HS_EXT_EXITING);
-	return ext_end(payload, varint_put(payload, t));
+	return ext_one(p, HS_EXT_EXITING, t);
 }
 
 #define HS_PROTECT_MAX (1 + 5 * HS_VARINT_MAX)
@@ -321,16 +341,14 @@ static inline uint8_t *enc_py_stack(uint8_t *p, uint64_t id, uint64_t python)
 
 static inline uint8_t *enc_py_at(uint8_t *p, uint64_t python)
 {
-	uint8_t *payload = ext_begin(p, HS_EXT_PY_AT);
-	return ext_end(payload, varint_put(payload, python));
+	return ext_one(p, HS_EXT_PY_AT, python);
 }
 
 #define HS_SIGNAL_MAX (1 + 3 * HS_VARINT_MAX)
 
 static inline uint8_t *enc_signal(uint8_t *p, uint64_t sig)
 {
-	uint8_t *payload = ext_begin(p, HS_EXT_SIGNAL);
-	return ext_end(payload, varint_put(payload, sig));
+	return ext_one(p, HS_EXT_SIGNAL, sig);
 }
 
 /* Regions (heapslope_region_begin/end): a name, once per id, then the
@@ -350,14 +368,15 @@ static inline uint8_t *enc_region_name(uint8_t *p, uint64_t id,
 
 static inline uint8_t *enc_region_begin(uint8_t *p, uint64_t id)
 {
-	uint8_t *payload = ext_begin(p, HS_EXT_REGION_BEGIN);
-	return ext_end(payload, varint_put(payload, id));
+	return ext_one(p, HS_EXT_REGION_BEGIN, id);
 }
 
 static inline uint8_t *enc_region_end(uint8_t *p)
 {
-	uint8_t *payload = ext_begin(p, HS_EXT_REGION_END);
-	return ext_end(payload, payload);
+	*p++ = HS_REC_EXT;
+	p = varint_put(p, HS_EXT_REGION_END);
+	*p++ = 0; /* no payload */
+	return p;
 }
 
 /* A header under construction, in a caller-owned buffer. */

@@ -135,6 +135,8 @@ static void test_encoders(void)
 		p = enc_region_name(p, b, "forward", 7);
 		p = enc_region_begin(p, b);
 		p = enc_region_end(p);
+		p = enc_py_at(p, a);
+		p = enc_signal(p, c);
 		size_t n = (size_t)(p - mine);
 
 		/* decode with the table, encode again with it */
@@ -204,8 +206,13 @@ static void test_encoders(void)
 			if (r.kind == HS_REC_EXT &&
 			    r.ext_type == HS_EXT_REGION_END)
 				CHECK(r.ext_len == 0);
+			if (r.kind == HS_REC_EXT && r.ext_type == HS_EXT_PY_AT)
+				CHECK(r.py.python == a);
+			if (r.kind == HS_REC_EXT &&
+			    r.ext_type == HS_EXT_SIGNAL)
+				CHECK(r.signal == c);
 		}
-		CHECK(kinds == 28);
+		CHECK(kinds == 30);
 		CHECK((size_t)(t - table) == n);
 		CHECK(memcmp(mine, table, n) == 0);
 	}
