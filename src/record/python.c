@@ -281,30 +281,14 @@ moved(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
 	return last->n;
 }
 
-/* python_capture with the layout L, inlined where L is a constant so that
- * its offsets are too (no loads of them, no registers spilled) */
+/* The chain from its innermost frame fr, read frame by frame with the
+ * layout L, inlined where L is a constant so that its offsets are too
+ * (no loads of them, no registers spilled). */
 static inline __attribute__((always_inline)) int
-capture_with(const struct py_layout *L, struct py_trail *now,
-	     const struct py_trail *last, int *common)
+read_with(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
+	  const struct py_trail *last, int *common)
 {
 	struct py_raw *f = now->raw;
-	if (!AT(py.rt, L->tss_init, int))
-		return 0;
-	const uint8_t *ts = pthread_getspecific(AT(py.rt, L->tss_key,
-						   pthread_key_t));
-	/* finalizing: thread states of daemon threads are being freed */
-	if (!ts || AT(py.rt, L->finalizing, uintptr_t))
-		return 0;
-	if (!__atomic_load_n(&py.probed, __ATOMIC_ACQUIRE) && !probe(ts))
-		return 0;
-	const uint8_t *cframe = AT(ts, L->ts_cframe, const uint8_t *);
-	const uint8_t *fr = cframe ? AT(cframe, L->cf_frame, const uint8_t *)
-				   : NULL;
-	if (last && last->seen > 0) {
-		int n = moved(L, fr, now, last, common);
-		if (n >= 0)
-			return n;
-	}
 	int n = 0, pending_entry = 0, seen = 0, fresh = -1;
 	/* last's frames may be met: in a chain deep enough for it to pay */
 	int seek = last && last->seen >= PY_SEEK_MIN;
@@ -405,6 +389,60 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 	return n;
 }
 
+/* The chain read frame by frame from fr: out of line, so that the
+ * capture's common case (moved) needs no frame of its size. */
+static __attribute__((noinline)) int
+read_any(const uint8_t *fr, struct py_trail *now, const struct py_trail *last,
+	 int *common)
+{
+	return read_with(py.L, fr, now, last, common);
+}
+
+#if defined(__x86_64__)
+static __attribute__((noinline)) int
+read_311(const uint8_t *fr, struct py_trail *now, const struct py_trail *last,
+	 int *common)
+{
+	return read_with(&layout_311, fr, now, last, common);
+}
+#endif
+
+/* python_capture with the layout L (a constant where inlined): the
+ * thread's innermost frame, then moved, else the whole chain read. */
+static inline __attribute__((always_inline)) int
+capture_with(const struct py_layout *L, struct py_trail *now,
+	     const struct py_trail *last, int *common,
+	     int (*read)(const uint8_t *, struct py_trail *,
+			 const struct py_trail *, int *))
+{
+	if (!AT(py.rt, L->tss_init, int))
+		return 0;
+	const uint8_t *ts = pthread_getspecific(AT(py.rt, L->tss_key,
+						   pthread_key_t));
+	/* finalizing: thread states of daemon threads are being freed */
+	if (!ts || AT(py.rt, L->finalizing, uintptr_t))
+		return 0;
+	if (!__atomic_load_n(&py.probed, __ATOMIC_ACQUIRE) && !probe(ts))
+		return 0;
+	const uint8_t *cframe = AT(ts, L->ts_cframe, const uint8_t *);
+	const uint8_t *fr = cframe ? AT(cframe, L->cf_frame, const uint8_t *)
+				   : NULL;
+	if (last && last->seen > 0) {
+		int n = moved(L, fr, now, last, common);
+		if (n >= 0)
+			return n;
+	}
+	return read(fr, now, last, common);
+}
+
+/* With the layout found at start-up, whichever it is: out of line, so
+ * that the constant layout's common case keeps few registers. */
+static __attribute__((noinline)) int
+capture_any(struct py_trail *now, const struct py_trail *last, int *common)
+{
+	return capture_with(py.L, now, last, common, read_any);
+}
+
 int python_capture(struct py_trail *now, const struct py_trail *last,
 		   int *common)
 {
@@ -415,9 +453,9 @@ int python_capture(struct py_trail *now, const struct py_trail *last,
 		return 0;
 #if defined(__x86_64__)
 	if (py.L == &layout_311)
-		return capture_with(&layout_311, now, last, common);
+		return capture_with(&layout_311, now, last, common, read_311);
 #endif
-	return capture_with(py.L, now, last, common);
+	return capture_any(now, last, common);
 }
 
 /* ---- code objects: each written once, with a trace id ---- */
