@@ -384,15 +384,13 @@ stacks_py_capture(const struct py_trail **now, int *common, uint32_t *code0)
 	return n;
 }
 
-/* The node of Python frame f under parent, its record written if it is
- * new; 0 when the table cannot grow (the thread's trails are emptied). */
-static inline uint32_t py_node(struct cache *c, uint32_t parent, uint32_t code,
-			       uint64_t where, uint8_t **pp)
+/* py_node's lookup in the table, for a node not in the thread's near
+ * cache (e, where it goes there). */
+static __attribute__((noinline)) uint32_t
+py_node_far(struct cache *c, struct near *e, uint32_t parent, uint32_t code,
+	    uint64_t where, uint8_t **pp)
 {
 	uint64_t key = (uint64_t)code << 32 | where;
-	struct near *e = near_slot(c->py_near, PY_NEAR_BITS, parent, key);
-	if (near_is(e, parent, key))
-		return e->id;
 	int is_new;
 	uint32_t id = stackmap_intern(py_table, parent, key, &is_new);
 	*e = (struct near){ key, parent, id };
@@ -406,6 +404,20 @@ static inline uint32_t py_node(struct cache *c, uint32_t parent, uint32_t code,
 	if (is_new)
 		*pp = enc_py_frame(*pp, id, parent, code, where >> 2, where & 3);
 	return id;
+}
+
+/* The node of Python frame f under parent, its record written if it is
+ * new; 0 when the table cannot grow (the thread's trails are emptied).
+ * Found in the thread's near cache, inline; else by py_node_far. */
+static inline __attribute__((always_inline)) uint32_t
+py_node(struct cache *c, uint32_t parent, uint32_t code, uint64_t where,
+	uint8_t **pp)
+{
+	uint64_t key = (uint64_t)code << 32 | where;
+	struct near *e = near_slot(c->py_near, PY_NEAR_BITS, parent, key);
+	if (near_is(e, parent, key))
+		return e->id;
+	return py_node_far(c, e, parent, code, where, pp);
 }
 
 static __attribute__((noinline)) uint32_t
