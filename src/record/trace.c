@@ -33,6 +33,7 @@ static struct {
 	uint64_t file_off; /* end of the last complete chunk */
 	dev_t dev;         /* identity of the file behind fd */
 	ino_t ino;
+	int made;          /* this process created the file (not record) */
 	char path[4096];
 } T = { .fd = -1 };
 
@@ -121,6 +122,7 @@ static int open_output(void)
 		fail_path("cannot create", errno);
 		return -1;
 	}
+	T.made = 1;
 	return 0;
 }
 
@@ -157,6 +159,7 @@ static int adopt_output(void)
 	if (fd < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return open_output();
 	T.fd = fd;
+	T.made = 0;
 	snprintf(T.path, sizeof(T.path), "%s",
 		 *hs_env.fd_path ? hs_env.fd_path : "(fd)");
 	return 0;
@@ -186,6 +189,7 @@ static int keep_output(void)
 
 int trace_open(int adopt)
 {
+	T.file_off = 0; /* a forked child's is its parent's until its header */
 	if (adopt ? adopt_output() : open_output())
 		return -1;
 	return keep_output();
@@ -251,17 +255,44 @@ static const char *malloc_owner(void)
 	return path;
 }
 
-/* A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills
- * the program: it is blocked meanwhile, and an instance ours raised is
- * taken back before the mask is restored. */
+/* A write or truncate past RLIMIT_FSIZE raises SIGXFSZ, whose default
+ * action kills the program: it is blocked meanwhile, and an instance ours
+ * raised (EFBIG) is taken back before the mask is restored. */
+static void xfsz_block(sigset_t *old)
+{
+	sigset_t xfsz;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, old);
+}
+
+static void xfsz_restore(const sigset_t *old, int err)
+{
+	if (err == EFBIG) {
+		sigset_t xfsz;
+		struct timespec zero = { 0, 0 };
+		sigemptyset(&xfsz);
+		sigaddset(&xfsz, SIGXFSZ);
+		(void)sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* The trace cut at off (after a failed write). */
+static void cut_at(int fd, uint64_t off)
+{
+	sigset_t old;
+	xfsz_block(&old);
+	int err = ftruncate(fd, (off_t)off) ? errno : 0;
+	xfsz_restore(&old, err);
+}
+
 static int write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
-	sigset_t xfsz, old;
+	sigset_t old;
 	int rc = 0, err = 0;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	xfsz_block(&old);
 	while (n) {
 		ssize_t w = write(fd, b, n);
 		if (w < 0 && errno == EINTR)
@@ -274,14 +305,27 @@ static int write_all(int fd, const void *p, size_t n)
 		b += w;
 		n -= (size_t)w;
 	}
-	if (err == EFBIG) {
-		struct timespec zero = { 0, 0 };
-		(void)sigtimedwait(&xfsz, NULL, &zero);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	xfsz_restore(&old, err);
 	if (rc)
 		errno = err;
 	return rc;
+}
+
+/* A file without its whole header is no trace: nothing is written to it
+ * any more (no end: file_off stays 0), and one this process made is
+ * removed, if its path still names it, and let go.  One `heapslope
+ * record` made is left to it, which reports it incomplete. */
+static void header_failed(void)
+{
+	struct stat st;
+	if (!T.made)
+		return;
+	if (lstat(T.path, &st) == 0 && st.st_dev == T.dev &&
+	    st.st_ino == T.ino)
+		unlink(T.path);
+	if (is_trace(T.fd))
+		close(T.fd);
+	T.fd = -1;
 }
 
 int trace_write_header(unsigned options)
@@ -323,11 +367,12 @@ int trace_write_header(unsigned options)
 		}
 	}
 	size_t len = header_write(&h, out, sizeof(out));
-	T.file_off = len;
 	if (!len || write_all(T.fd, out, len)) {
 		fail_path("write", len ? errno : 0);
+		header_failed();
 		return -1;
 	}
+	T.file_off = len;
 	/* `heapslope record` says it next to the trace's name */
 	if (owner && !*hs_env.report)
 		hs_say("heapslope: %s defines its own malloc: allocations made "
@@ -365,7 +410,7 @@ int trace_write(const uint8_t *chunk, size_t n)
 		int err = errno;
 		/* a full disk: cut the partial chunk so the trace stays whole
 		 * up to its last complete chunk */
-		(void)!ftruncate(T.fd, (off_t)T.file_off);
+		cut_at(T.fd, T.file_off);
 		if (!hs_rec.failed)
 			hs_rec.fail_kind = FAIL_IO;
 		fail_path("write", err);
@@ -436,7 +481,7 @@ void trace_write_stop(void)
 	if (c && write_all(fd, chunk, c) == 0)
 		T.file_off += c;
 	else
-		(void)!ftruncate(fd, (off_t)T.file_off);
+		cut_at(fd, T.file_off);
 out:
 	if (own) {
 		close(fd);

@@ -6,7 +6,8 @@ and claims no event-free trace as written; the program runs natively.
 Default trace names already taken (a shared directory): the program runs
 and its trace goes under another name.  A full disk and a closed trace
 descriptor: `dump` names the real reason recording stopped, never
-"killed?"; the program runs on unchanged."""
+"killed?"; the program runs on unchanged.  A file size limit below a
+trace's header: no signal for the program, no headerless file left."""
 import json
 import os
 import re
@@ -155,6 +156,28 @@ def test_full_disk():
               "early:\n" + err)
 
 
+def test_file_size_limit():
+    """The program limits the size of the files it writes below a trace's
+    header (RLIMIT_FSIZE), then forks.  The recorder's writes past the
+    limit raise no SIGXFSZ in the program (its default action kills: the
+    child died of it when its trace's end was cut to a length the header
+    never reached), and a file that could not take its header is no
+    trace: it is removed, not left beside the traces.  Each process says
+    once that recording stopped, and both run on as natively."""
+    with Case("file size limit") as c:
+        c.both([hprog("fsizefork"), "64"], timeout=HANG)
+        check_eq(c.n.rc, 0, "fsizefork natively: the child's exit status")
+        on_disk = c.check_reported()
+        check_eq([os.path.basename(t) for t in on_disk], ["trace.hst"],
+                 "file size limit: trace files")
+        stopped = [ln for ln in c.heapslope_lines()
+                   if "recording stopped" in ln]
+        check(len(stopped) == 2 and
+              all(re.search(r"too large", ln, re.I) for ln in stopped),
+              "file size limit: one line each from parent and child, "
+              f"saying why: {c.heapslope_lines()}")
+
+
 def test_closed_descriptor():
     with Case("trace descriptor closed") as c:
         c.both([hprog("closerange"), "1000", "200000", "out.txt"],
@@ -215,4 +238,5 @@ if __name__ == "__main__":
            "stopped-full-disk": [test_full_disk],
            "stopped-closed-fd": [test_closed_descriptor],
            "stopped-stderr-replaced": [test_stderr_replaced],
-           "stopped-stray-write": [test_stray_write]})
+           "stopped-stray-write": [test_stray_write],
+           "stopped-file-size-limit": [test_file_size_limit]})
