@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -70,10 +71,28 @@ int rlock_setup(void)
 
 void rlock_reset(hs_rlock *b)
 {
-	/* the forking thread keeps its slot: none is given out again */
+	/* the forking thread keeps its slot: none is given out again (the
+	 * other threads' are lost with them, and the free ones forgotten) */
 	int slots = b->slots;
-	memset(b, 0, sizeof(*b));
+	memset(b, 0, offsetof(hs_rlock, free));
 	b->slots = slots;
+}
+
+void rlock_leave(hs_rlock *b, int self)
+{
+	int s = hs_rlock_slot;
+	/* ending inside the lock (a handler's pthread_exit): the slot stays
+	 * its, as the lock does */
+	if (s <= 0 || rlock_owned(b, self))
+		return;
+	lock_take(&b->l, self);
+	hs_rlock_slot = -1;
+	/* its own bias, if any: it is not in (it took l), so no revoke */
+	if (b->holder == s)
+		b->holder = 0;
+	if (b->nfree < RLOCK_SLOTS)
+		b->free[b->nfree++] = s;
+	lock_give(&b->l);
 }
 
 static uint64_t mono_ns(void)
@@ -99,8 +118,13 @@ void hs_nap(void)
 static int take_rest(hs_rlock *b, int self, uint64_t deadline)
 {
 	int h = b->holder, s = hs_rlock_slot;
-	if (!s) /* its first slow take */
-		s = hs_rlock_slot = b->slots + 1 < RLOCK_SLOTS ? ++b->slots : -1;
+	if (!s) { /* its first slow take: a slot given back, or a new one */
+		if (b->nfree)
+			s = b->free[--b->nfree];
+		else
+			s = b->slots + 1 < RLOCK_SLOTS ? ++b->slots : -1;
+		hs_rlock_slot = s;
+	}
 	if (h && h != s) {
 		__atomic_store_n(&b->revoke, 1, __ATOMIC_RELAXED);
 		b->revoked = 1;

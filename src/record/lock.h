@@ -74,7 +74,9 @@ static inline void lock_give(hs_lock *l)
  * Each thread has an in flag of its own, found by its slot (a number the
  * lock gives it at its first slow take, as long as there are slots): a
  * former holder, delayed between its look at holder and its store to its
- * flag, stores into its own flag, never the present holder's. */
+ * flag, stores into its own flag, never the present holder's.  A thread
+ * that ends gives its slot back (rlock_leave), for a later thread: a
+ * service that starts threads over and over keeps the bias. */
 #define RLOCK_SLOTS 4096
 typedef struct {
 	hs_lock l;
@@ -84,7 +86,9 @@ typedef struct {
 	int last, run; /* under l: who took it last (tid), times in a row */
 	int periodic; /* a thread whose takes leave the bias (the writer) */
 	int slots;    /* slots given out (under l); kept across fork */
+	int nfree;    /* slots given back, free[0..nfree) (under l) */
 	int in[RLOCK_SLOTS]; /* slot's thread is in without l; its own */
+	int free[RLOCK_SLOTS];
 } hs_rlock;
 
 /* The calling thread's slot: 0 none yet, -1 none to be had. */
@@ -95,6 +99,9 @@ void rlock_give_slow(hs_rlock *b);
 /* rlock_take, given up after ns nanoseconds: -1 then */
 int rlock_take_within(hs_rlock *b, int self, uint64_t ns);
 int rlock_setup(void);              /* at start and in a forked child */
+/* The calling thread (self) ends: its slot is given back, and its later
+ * takes (other destructors') are plain ones.  Not with b held. */
+void rlock_leave(hs_rlock *b, int self);
 void rlock_reset(hs_rlock *b);      /* in a forked child */
 
 /* Tests: a delay between the look at holder and the store to the flag,

@@ -117,13 +117,16 @@ static pthread_key_t cache_key;
 static int have_cache_key;
 
 /* Runs as the thread ends; later destructors may still allocate, and
- * must find no cache rather than an unmapped one. */
+ * must find no cache rather than an unmapped one.  The thread's slot of
+ * the recorder's lock goes back too (every thread that records a stack
+ * has this cache). */
 static void cache_gone(void *p)
 {
 	stacks_keyed = NULL;
 	path.cache = NULL;
 	path.done = 1;
 	rmem_unmap(p, sizeof(struct cache));
+	rlock_leave(&hs_rec.lock, hs_tid());
 }
 
 int stacks_create(void)

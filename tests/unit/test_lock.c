@@ -208,6 +208,55 @@ static void deadline(void)
 	pthread_join(t, NULL);
 }
 
+/* ---- threads that end give their slots back ---- */
+
+static int got_slot, got_bias, slot_after, kept_inside;
+
+/* Takes the lock in a run, then ends as the recorder's threads do
+ * (rlock_leave), once from inside the lock (which keeps the slot). */
+static void *short_lived(void *arg)
+{
+	(void)arg;
+	int self = tid();
+	for (int i = 0; i < 300; i++) {
+		rlock_take(&lk, self);
+		rlock_give(&lk);
+	}
+	got_slot = hs_rlock_slot;
+	got_bias = lk.holder == hs_rlock_slot;
+	rlock_take(&lk, self);
+	rlock_leave(&lk, self); /* inside: nothing given back */
+	kept_inside = hs_rlock_slot == got_slot;
+	rlock_give(&lk);
+	rlock_leave(&lk, self);
+	slot_after = hs_rlock_slot;
+	return NULL;
+}
+
+static void turnover(void)
+{
+	rlock_reset(&lk);
+	int before = lk.slots, missed = 0, unbiased = 0, kept = 0;
+	/* more threads over time than there are slots */
+	for (int i = 0; i < RLOCK_SLOTS + 500; i++) {
+		pthread_t t;
+		got_slot = got_bias = kept_inside = 0;
+		slot_after = 1;
+		CHECK(pthread_create(&t, NULL, short_lived, NULL) == 0);
+		pthread_join(t, NULL);
+		missed += got_slot <= 0;
+		unbiased += barriers && !got_bias;
+		kept += kept_inside && slot_after == -1;
+	}
+	CHECK(missed == 0);
+	CHECK(unbiased == 0);
+	CHECK(kept == RLOCK_SLOTS + 500);
+	CHECK(lk.slots <= before + 1 && lk.holder == 0 && lk.l.v == 0);
+	printf("turnover: %d threads, %d slot(s) given out, %d without "
+	       "a slot, %d without the bias\n", RLOCK_SLOTS + 500,
+	       lk.slots - before, missed, unbiased);
+}
+
 /* ---- fork while a thread is in ---- */
 
 static void forked(void)
@@ -250,6 +299,7 @@ int main(void)
 	exclusion("exclusion, with delays");
 	delays = 0;
 	deadline();
+	turnover();
 	forked();
 	return check_report("test_lock");
 }
