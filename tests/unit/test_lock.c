@@ -159,6 +159,16 @@ static void exclusion(const char *what)
 	       overlaps);
 }
 
+/* Takes and gives the lock n times in a row: more than BIAS_RUN makes
+ * the thread its holder, where membarrier is there. */
+static void take_run(int self, int n)
+{
+	for (int i = 0; i < n; i++) {
+		rlock_take(&lk, self);
+		rlock_give(&lk);
+	}
+}
+
 /* ---- a take given up at its deadline ---- */
 
 static volatile int held, let_go;
@@ -168,10 +178,7 @@ static void *stay_in(void *arg)
 {
 	(void)arg;
 	int self = tid();
-	for (int i = 0; i < 300; i++) {
-		rlock_take(&lk, self);
-		rlock_give(&lk);
-	}
+	take_run(self, 300);
 	rlock_take(&lk, self);
 	held = 1;
 	while (!let_go)
@@ -218,10 +225,7 @@ static void *short_lived(void *arg)
 {
 	(void)arg;
 	int self = tid();
-	for (int i = 0; i < 300; i++) {
-		rlock_take(&lk, self);
-		rlock_give(&lk);
-	}
+	take_run(self, 300);
 	got_slot = hs_rlock_slot;
 	got_bias = lk.holder == hs_rlock_slot;
 	rlock_take(&lk, self);
@@ -274,10 +278,7 @@ static void forked(void)
 		rlock_reset(&lk);
 		(void)rlock_setup();
 		int self = tid();
-		for (int i = 0; i < 1000; i++) {
-			rlock_take(&lk, self);
-			rlock_give(&lk);
-		}
+		take_run(self, 1000);
 		_exit(lk.holder == (barriers ? hs_rlock_slot : 0) ? 0 : 3);
 	}
 	int status = -1;
