@@ -2,6 +2,8 @@
 
 #include <linux/futex.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <linux/membarrier.h>
@@ -71,11 +73,14 @@ int rlock_setup(void)
 
 void rlock_reset(hs_rlock *b)
 {
-	/* the forking thread keeps its slot: none is given out again (the
-	 * other threads' are lost with them, and the free ones forgotten) */
-	int slots = b->slots;
+	/* the forking thread keeps its slot; the others' threads are not
+	 * in the child: every other slot given out is free again */
+	int slots = b->slots, own = hs_rlock_slot;
 	memset(b, 0, offsetof(hs_rlock, free));
 	b->slots = slots;
+	for (int s = slots; s >= 1; s--)
+		if (s != own)
+			b->free[b->nfree++] = s;
 }
 
 void rlock_leave(hs_rlock *b, int self)
@@ -85,14 +90,22 @@ void rlock_leave(hs_rlock *b, int self)
 	 * its, as the lock does */
 	if (s <= 0 || rlock_owned(b, self))
 		return;
+	/* a handler run meanwhile would find l taken by its own thread: no
+	 * signal until it is given back (destructors run with the program's
+	 * handlers live) */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	lock_take(&b->l, self);
 	hs_rlock_slot = -1;
+	RLOCK_LEAVE_HELD();
 	/* its own bias, if any: it is not in (it took l), so no revoke */
 	if (b->holder == s)
 		b->holder = 0;
 	if (b->nfree < RLOCK_SLOTS)
 		b->free[b->nfree++] = s;
 	lock_give(&b->l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static uint64_t mono_ns(void)
@@ -102,10 +115,12 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* By the raw call: nanosleep is a cancellation point, and a thread
+ * cancelled here would end holding l. */
 static void nap(long ns)
 {
 	struct timespec ts = { 0, ns };
-	nanosleep(&ts, NULL);
+	syscall(SYS_nanosleep, &ts, NULL);
 }
 
 void hs_nap(void)
@@ -118,13 +133,6 @@ void hs_nap(void)
 static int take_rest(hs_rlock *b, int self, uint64_t deadline)
 {
 	int h = b->holder, s = hs_rlock_slot;
-	if (!s) { /* its first slow take: a slot given back, or a new one */
-		if (b->nfree)
-			s = b->free[--b->nfree];
-		else
-			s = b->slots + 1 < RLOCK_SLOTS ? ++b->slots : -1;
-		hs_rlock_slot = s;
-	}
 	if (h && h != s) {
 		__atomic_store_n(&b->revoke, 1, __ATOMIC_RELAXED);
 		b->revoked = 1;
@@ -161,8 +169,20 @@ static int take_rest(hs_rlock *b, int self, uint64_t deadline)
 		b->last = self;
 		b->run = 1;
 	}
-	if (!b->holder && b->run >= BIAS_RUN && barriers && s > 0)
-		b->holder = s; /* from its next take on */
+	if (!b->holder && b->run >= BIAS_RUN && barriers && s >= 0) {
+		/* a slot, at the first time it is due one: a given back one,
+		 * or a new one; threads that never hold the bias take none */
+		if (!s) {
+			if (b->nfree)
+				s = b->free[--b->nfree];
+			else
+				s = b->slots + 1 < RLOCK_SLOTS ? ++b->slots
+							    : -1;
+			hs_rlock_slot = s;
+		}
+		if (s > 0)
+			b->holder = s; /* from its next take on */
+	}
 	return 0;
 }
 

@@ -72,7 +72,8 @@ static inline void lock_give(hs_lock *l)
  * holder.
  *
  * Each thread has an in flag of its own, found by its slot (a number the
- * lock gives it at its first slow take, as long as there are slots): a
+ * lock gives it when it first becomes the holder, as long as there are
+ * slots): a
  * former holder, delayed between its look at holder and its store to its
  * flag, stores into its own flag, never the present holder's.  A thread
  * that ends gives its slot back (rlock_leave), for a later thread: a
@@ -108,6 +109,13 @@ void rlock_reset(hs_rlock *b);      /* in a forked child */
  * as preemption may make */
 #ifndef RLOCK_WINDOW
 #define RLOCK_WINDOW() ((void)0)
+#endif
+
+/* Tests: a point where rlock_leave holds l, where a signal may come */
+#ifndef RLOCK_LEAVE_HELD
+#define RLOCK_LEAVE_HELD() ((void)0)
+#else
+void rlock_leave_held(void);
 #endif
 
 static inline int rlock_fast(hs_rlock *b)

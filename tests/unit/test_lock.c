@@ -261,6 +261,56 @@ static void turnover(void)
 	       lk.slots - before, missed, unbiased);
 }
 
+/* ---- a signal while an ending thread gives its slot back ---- */
+
+static volatile int leave_signal, handler_took, handler_ran;
+
+/* rlock_leave holds l here (the build's RLOCK_LEAVE_HELD): a signal for
+ * this thread, whose handler takes the lock, as a program's that
+ * allocates would through the recorder */
+void rlock_leave_held(void)
+{
+	if (leave_signal)
+		pthread_kill(pthread_self(), SIGUSR1);
+}
+
+static void take_in_handler(int sig)
+{
+	(void)sig;
+	handler_ran = 1;
+	/* at most a second: a handler run inside rlock_leave would wait
+	 * for its own thread's l */
+	if (rlock_take_within(&lk, tid(), 1000 * 1000000ull) == 0) {
+		handler_took = 1;
+		rlock_give(&lk);
+	}
+}
+
+static void *leaves_signalled(void *arg)
+{
+	(void)arg;
+	take_run(tid(), 300);
+	leave_signal = 1;
+	rlock_leave(&lk, tid());
+	leave_signal = 0;
+	return NULL;
+}
+
+static void signal_in_leave(void)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = take_in_handler;
+	CHECK(sigaction(SIGUSR1, &sa, &old) == 0);
+	rlock_reset(&lk);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, leaves_signalled, NULL) == 0);
+	pthread_join(t, NULL);
+	CHECK(handler_ran && handler_took);
+	CHECK(lk.l.v == 0);
+	sigaction(SIGUSR1, &old, NULL);
+}
+
 /* ---- fork while a thread is in ---- */
 
 static void forked(void)
@@ -301,6 +351,7 @@ int main(void)
 	delays = 0;
 	deadline();
 	turnover();
+	signal_in_leave();
 	forked();
 	return check_report("test_lock");
 }
