@@ -1,10 +1,14 @@
 /* How recording stops: the recorder never exits or aborts its host.  A
  * sticky flag, one line on stderr, recording off; the trace keeps what
  * was recorded and ends with the reason. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -40,7 +44,32 @@ void hs_say(const char *fmt, ...)
 	if ((size_t)n > sizeof(msg) - 2)
 		n = (int)sizeof(msg) - 2;
 	msg[n++] = '\n';
-	(void)!write(2, msg, (size_t)n);
+	struct hs_xfsz x;
+	hs_xfsz_hold(&x); /* standard error may be a file at its limit */
+	int err = write(2, msg, (size_t)n) < 0 ? errno : 0;
+	hs_xfsz_let_go(&x, err);
+}
+
+void hs_xfsz_hold(struct hs_xfsz *x)
+{
+	sigset_t xfsz, pending;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &x->old);
+	x->pending = sigpending(&pending) == 0 &&
+		     sigismember(&pending, SIGXFSZ) == 1;
+}
+
+void hs_xfsz_let_go(const struct hs_xfsz *x, int err)
+{
+	if (err == EFBIG && !x->pending) {
+		sigset_t xfsz;
+		struct timespec zero = { 0, 0 };
+		sigemptyset(&xfsz);
+		sigaddset(&xfsz, SIGXFSZ);
+		(void)sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &x->old, NULL);
 }
 
 void hs_fail(const char *what, int err)

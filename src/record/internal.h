@@ -7,6 +7,7 @@
 #define HS_INTERNAL_H
 
 #include <malloc.h>
+#include <signal.h>
 
 #include "../format/encoder.h"
 #include "modules.h"
@@ -76,6 +77,17 @@ void hs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Stops recording, once: says why on stderr, keeps it for the trace's
  * last chunk (trace_write_stop) and wakes whoever waits on the writer. */
 void hs_fail(const char *what, int err);
+/* Around a write or truncate of the recorder's past RLIMIT_FSIZE, which
+ * raises SIGXFSZ, whose default action kills the program: hs_xfsz_hold
+ * blocks it, hs_xfsz_let_go takes back an instance the call raised
+ * (err: its errno, EFBIG then; never one of the program's that was
+ * pending before) and restores the mask. */
+struct hs_xfsz {
+	sigset_t old;
+	int pending; /* one was pending (the program's) before the call */
+};
+void hs_xfsz_hold(struct hs_xfsz *x);
+void hs_xfsz_let_go(const struct hs_xfsz *x, int err);
 
 /* ---- events.c ---- */
 

@@ -192,7 +192,12 @@ int trace_open(int adopt)
 	T.file_off = 0; /* a forked child's is its parent's until its header */
 	if (adopt ? adopt_output() : open_output())
 		return -1;
-	return keep_output();
+	if (keep_output()) { /* never left open, nor written to */
+		close(T.fd);
+		T.fd = -1;
+		return -1;
+	}
+	return 0;
 }
 
 int trace_has_fd(void)
@@ -255,44 +260,24 @@ static const char *malloc_owner(void)
 	return path;
 }
 
-/* A write or truncate past RLIMIT_FSIZE raises SIGXFSZ, whose default
- * action kills the program: it is blocked meanwhile, and an instance ours
- * raised (EFBIG) is taken back before the mask is restored. */
-static void xfsz_block(sigset_t *old)
+/* The trace cut at off: after a failed write, or bytes the program wrote
+ * into it.  Past RLIMIT_FSIZE, as writes, without SIGXFSZ (internal.h). */
+static int cut_at(int fd, uint64_t off)
 {
-	sigset_t xfsz;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, old);
-}
-
-static void xfsz_restore(const sigset_t *old, int err)
-{
-	if (err == EFBIG) {
-		sigset_t xfsz;
-		struct timespec zero = { 0, 0 };
-		sigemptyset(&xfsz);
-		sigaddset(&xfsz, SIGXFSZ);
-		(void)sigtimedwait(&xfsz, NULL, &zero);
-	}
-	pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
-/* The trace cut at off (after a failed write). */
-static void cut_at(int fd, uint64_t off)
-{
-	sigset_t old;
-	xfsz_block(&old);
+	struct hs_xfsz x;
+	hs_xfsz_hold(&x);
 	int err = ftruncate(fd, (off_t)off) ? errno : 0;
-	xfsz_restore(&old, err);
+	hs_xfsz_let_go(&x, err);
+	errno = err;
+	return err ? -1 : 0;
 }
 
 static int write_all(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;
-	sigset_t old;
+	struct hs_xfsz x;
 	int rc = 0, err = 0;
-	xfsz_block(&old);
+	hs_xfsz_hold(&x);
 	while (n) {
 		ssize_t w = write(fd, b, n);
 		if (w < 0 && errno == EINTR)
@@ -305,7 +290,7 @@ static int write_all(int fd, const void *p, size_t n)
 		b += w;
 		n -= (size_t)w;
 	}
-	xfsz_restore(&old, err);
+	hs_xfsz_let_go(&x, err);
 	if (rc)
 		errno = err;
 	return rc;
@@ -398,7 +383,7 @@ int trace_write(const uint8_t *chunk, size_t n)
 		 * redirection onto it): its bytes are cut, and recording
 		 * stops; this chunk and what is buffered still go out, then
 		 * why the trace ends */
-		if (ftruncate(T.fd, (off_t)T.file_off) ||
+		if (cut_at(T.fd, T.file_off) ||
 		    lseek(T.fd, (off_t)T.file_off, SEEK_SET) < 0) {
 			hs_rec.fail_kind = FAIL_IO;
 			fail_path("the program wrote into", errno);
@@ -410,7 +395,7 @@ int trace_write(const uint8_t *chunk, size_t n)
 		int err = errno;
 		/* a full disk: cut the partial chunk so the trace stays whole
 		 * up to its last complete chunk */
-		cut_at(T.fd, T.file_off);
+		(void)cut_at(T.fd, T.file_off);
 		if (!hs_rec.failed)
 			hs_rec.fail_kind = FAIL_IO;
 		fail_path("write", err);
@@ -481,7 +466,7 @@ void trace_write_stop(void)
 	if (c && write_all(fd, chunk, c) == 0)
 		T.file_off += c;
 	else
-		cut_at(fd, T.file_off);
+		(void)cut_at(fd, T.file_off);
 out:
 	if (own) {
 		close(fd);

@@ -176,6 +176,17 @@ def test_file_size_limit():
               all(re.search(r"too large", ln, re.I) for ln in stopped),
               "file size limit: one line each from parent and child, "
               f"saying why: {c.heapslope_lines()}")
+        # standard error a regular file (a CI log): the recorder's own
+        # line, past the limit there too, raises no SIGXFSZ either
+        err = os.path.join(c.root, "stderr.txt")
+        with open(err, "wb") as f:
+            r = subprocess.run([HEAPSLOPE, "record", "-q", "-o",
+                                os.path.join(c.root, "err.hst"), "--",
+                                hprog("fsizefork"), "64"],
+                               stdout=subprocess.DEVNULL, stderr=f,
+                               timeout=HANG)
+        check_eq(r.returncode, 0, "file size limit, standard error a file: "
+                 "exit status")
 
 
 def test_closed_descriptor():
