@@ -61,6 +61,7 @@ void wakeup_signal(hs_wakeup *w, int all)
 #define BIAS_RUN 128
 static int barriers; /* membarrier works here */
 __thread int hs_rlock_slot __attribute__((tls_model("initial-exec")));
+__thread int hs_rlock_leaves __attribute__((tls_model("initial-exec")));
 
 int rlock_setup(void)
 {
@@ -170,9 +171,10 @@ static int take_rest(hs_rlock *b, int self, uint64_t deadline)
 		b->run = 1;
 	}
 	if (!b->holder && b->run >= BIAS_RUN && barriers && s >= 0) {
-		/* a slot, at the first time it is due one: a given back one,
-		 * or a new one; threads that never hold the bias take none */
-		if (!s) {
+		/* a slot, at the first time it is due one, to a thread that
+		 * will give it back: a given back one, or a new one; threads
+		 * that never hold the bias take none */
+		if (!s && hs_rlock_leaves) {
 			if (b->nfree)
 				s = b->free[--b->nfree];
 			else

@@ -73,7 +73,7 @@ static inline void lock_give(hs_lock *l)
  *
  * Each thread has an in flag of its own, found by its slot (a number the
  * lock gives it when it first becomes the holder, as long as there are
- * slots): a
+ * slots, if it will give it back: hs_rlock_leaves): a
  * former holder, delayed between its look at holder and its store to its
  * flag, stores into its own flag, never the present holder's.  A thread
  * that ends gives its slot back (rlock_leave), for a later thread: a
@@ -94,6 +94,10 @@ typedef struct {
 
 /* The calling thread's slot: 0 none yet, -1 none to be had. */
 extern __thread int hs_rlock_slot __attribute__((tls_model("initial-exec")));
+/* Set by the thread once something will call rlock_leave as it ends (its
+ * stack cache's destructor): only such a thread is given a slot, so that
+ * none is kept by a thread gone (one that only frees has no cache). */
+extern __thread int hs_rlock_leaves __attribute__((tls_model("initial-exec")));
 
 void rlock_slow(hs_rlock *b, int self);
 void rlock_give_slow(hs_rlock *b);

@@ -165,6 +165,8 @@ static __attribute__((noinline)) void map_cache(void)
 			path.cache = NULL;
 		}
 		stacks_keyed = path.cache ? path.cache->keyed : NULL;
+		/* cache_gone gives its slot of the lock back */
+		hs_rlock_leaves = path.cache != NULL;
 	}
 }
 

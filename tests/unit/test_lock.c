@@ -92,6 +92,7 @@ static void *worker(void *arg)
 {
 	int who = (int)(intptr_t)arg, self = tid();
 	unsigned seed = (unsigned)who * 7919u + 1;
+	hs_rlock_leaves = 1; /* as a thread with a stack cache */
 	for (int r = 0; r < ROUNDS; r++) {
 		/* runs of 1 to 600 takes: long ones make a holder, short
 		 * ones of the other threads revoke it */
@@ -163,6 +164,7 @@ static void exclusion(const char *what)
  * the thread its holder, where membarrier is there. */
 static void take_run(int self, int n)
 {
+	hs_rlock_leaves = 1; /* as a thread with a stack cache */
 	for (int i = 0; i < n; i++) {
 		rlock_take(&lk, self);
 		rlock_give(&lk);
@@ -237,6 +239,21 @@ static void *short_lived(void *arg)
 	return NULL;
 }
 
+/* Takes the lock in a run without anything to give a slot back when it
+ * ends (a thread that only frees: no stack cache). */
+static void *keeps_nothing(void *arg)
+{
+	(void)arg;
+	int self = tid();
+	for (int i = 0; i < 300; i++) {
+		rlock_take(&lk, self);
+		rlock_give(&lk);
+	}
+	got_slot = hs_rlock_slot;
+	got_bias = lk.holder != 0;
+	return NULL;
+}
+
 static void turnover(void)
 {
 	rlock_reset(&lk);
@@ -259,6 +276,13 @@ static void turnover(void)
 	printf("turnover: %d threads, %d slot(s) given out, %d without "
 	       "a slot, %d without the bias\n", RLOCK_SLOTS + 500,
 	       lk.slots - before, missed, unbiased);
+	/* one that could not give it back is given none, nor the bias */
+	pthread_t t;
+	int nfree = lk.nfree;
+	got_slot = got_bias = 1;
+	CHECK(pthread_create(&t, NULL, keeps_nothing, NULL) == 0);
+	pthread_join(t, NULL);
+	CHECK(got_slot == 0 && !got_bias && lk.nfree == nfree);
 }
 
 /* ---- a signal while an ending thread gives its slot back ---- */
