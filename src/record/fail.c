@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -44,10 +46,17 @@ void hs_say(const char *fmt, ...)
 	if ((size_t)n > sizeof(msg) - 2)
 		n = (int)sizeof(msg) - 2;
 	msg[n++] = '\n';
+	int saved = errno; /* callers say why with it afterwards */
 	struct hs_xfsz x;
 	hs_xfsz_hold(&x); /* standard error may be a file at its limit */
-	int err = write(2, msg, (size_t)n) < 0 ? errno : 0;
+	int err = hs_write(2, msg, (size_t)n) < 0 ? errno : 0;
 	hs_xfsz_let_go(&x, err);
+	errno = saved;
+}
+
+ssize_t hs_write(int fd, const void *p, size_t n)
+{
+	return syscall(SYS_write, fd, p, n);
 }
 
 void hs_xfsz_hold(struct hs_xfsz *x)
@@ -62,14 +71,19 @@ void hs_xfsz_hold(struct hs_xfsz *x)
 
 void hs_xfsz_let_go(const struct hs_xfsz *x, int err)
 {
+	sigset_t xfsz;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
 	if (err == EFBIG && !x->pending) {
-		sigset_t xfsz;
+		/* the raw call: sigtimedwait is a cancellation point */
 		struct timespec zero = { 0, 0 };
-		sigemptyset(&xfsz);
-		sigaddset(&xfsz, SIGXFSZ);
-		(void)sigtimedwait(&xfsz, NULL, &zero);
+		(void)syscall(SYS_rt_sigtimedwait, &xfsz, NULL, &zero,
+			      (size_t)8 /* the kernel's sigset: 64 bits */);
 	}
-	pthread_sigmask(SIG_SETMASK, &x->old, NULL);
+	/* SIGXFSZ alone: the signal wrapper may have blocked others
+	 * meanwhile (a program signal deferred), which must stay so */
+	if (!sigismember(&x->old, SIGXFSZ))
+		pthread_sigmask(SIG_UNBLOCK, &xfsz, NULL);
 }
 
 void hs_fail(const char *what, int err)

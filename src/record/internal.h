@@ -8,6 +8,7 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <sys/types.h>
 
 #include "../format/encoder.h"
 #include "modules.h"
@@ -80,14 +81,17 @@ void hs_fail(const char *what, int err);
 /* Around a write or truncate of the recorder's past RLIMIT_FSIZE, which
  * raises SIGXFSZ, whose default action kills the program: hs_xfsz_hold
  * blocks it, hs_xfsz_let_go takes back an instance the call raised
- * (err: its errno, EFBIG then; never one of the program's that was
- * pending before) and restores the mask. */
+ * (err: its errno, EFBIG then; never when one was pending before, the
+ * program's) and unblocks it if it was not blocked before. */
 struct hs_xfsz {
 	sigset_t old;
 	int pending; /* one was pending (the program's) before the call */
 };
 void hs_xfsz_hold(struct hs_xfsz *x);
 void hs_xfsz_let_go(const struct hs_xfsz *x, int err);
+/* write(2) by the raw call: not a cancellation point (the recorder writes
+ * with its lock held, in threads of the program's) */
+ssize_t hs_write(int fd, const void *p, size_t n);
 
 /* ---- events.c ---- */
 

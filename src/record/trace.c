@@ -268,7 +268,8 @@ static int cut_at(int fd, uint64_t off)
 	hs_xfsz_hold(&x);
 	int err = ftruncate(fd, (off_t)off) ? errno : 0;
 	hs_xfsz_let_go(&x, err);
-	errno = err;
+	if (err)
+		errno = err;
 	return err ? -1 : 0;
 }
 
@@ -279,7 +280,7 @@ static int write_all(int fd, const void *p, size_t n)
 	int rc = 0, err = 0;
 	hs_xfsz_hold(&x);
 	while (n) {
-		ssize_t w = write(fd, b, n);
+		ssize_t w = hs_write(fd, b, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -297,15 +298,13 @@ static int write_all(int fd, const void *p, size_t n)
 }
 
 /* A file without its whole header is no trace: nothing is written to it
- * any more (no end: file_off stays 0), and one this process made is
- * removed, if its path still names it, and let go.  One `heapslope
- * record` made is left to it, which reports it incomplete. */
+ * any more (no end: file_off stays 0) and it is let go; one this process
+ * made is removed, if its path still names it.  One `heapslope record`
+ * made is left to it, which reports it incomplete. */
 static void header_failed(void)
 {
 	struct stat st;
-	if (!T.made)
-		return;
-	if (lstat(T.path, &st) == 0 && st.st_dev == T.dev &&
+	if (T.made && lstat(T.path, &st) == 0 && st.st_dev == T.dev &&
 	    st.st_ino == T.ino)
 		unlink(T.path);
 	if (is_trace(T.fd))
