@@ -120,7 +120,8 @@ int trace_check(const char *path, const char *prog, int warned)
 		if (!warned)
 			fprintf(stderr, "heapslope record: nothing was recorded "
 					"in %s: the recorder did not load in "
-					"it\n", prog);
+					"it, or could not write its trace\n",
+				prog);
 		return -1;
 	}
 	struct hs_reader *r = reader_open(path);
