@@ -198,21 +198,26 @@ static inline uint8_t *enc_end(uint8_t *p, unsigned reason,
 	return p;
 }
 
+/* An extension record's tag and type; its payload's length and bytes
+ * follow. */
+static inline uint8_t *ext_head(uint8_t *p, uint64_t type)
+{
+	*p++ = HS_REC_EXT;
+	return varint_put(p, type);
+}
+
 /* An extension record: older readers skip its type (trace_format.h). */
 static inline uint8_t *enc_ext(uint8_t *p, uint64_t type, const void *payload,
 			       size_t n)
 {
-	*p++ = HS_REC_EXT;
-	p = varint_put(p, type);
-	return enc_str(p, payload, n);
+	return enc_str(ext_head(p, type), payload, n);
 }
 
 /* The extensions this version writes (records.c has their fields): the
  * payload is written in place, after room for its length. */
 static inline uint8_t *ext_begin(uint8_t *p, uint64_t type)
 {
-	*p++ = HS_REC_EXT;
-	return varint_put(p, type) + HS_VARINT_MAX;
+	return ext_head(p, type) + HS_VARINT_MAX;
 }
 
 static inline uint8_t *ext_end(uint8_t *payload, uint8_t *end)
@@ -226,20 +231,9 @@ static inline uint8_t *ext_end(uint8_t *payload, uint8_t *end)
 /* An extension whose payload is one varint, its length known before it
  * is written: nothing moved (a Python program's stack changes, written
  * at one event in four, went through memmove). */
-static inline unsigned varint_len(uint64_t v)
-{
-	unsigned n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 static inline uint8_t *ext_one(uint8_t *p, uint64_t type, uint64_t v)
 {
-	*p++ = HS_REC_EXT;
-	p = varint_put(p, type);
+	p = ext_head(p, type);
 	*p++ = (uint8_t)varint_len(v); /* at most 10: one byte */
 	return varint_put(p, v);
 }
@@ -373,10 +367,7 @@ static inline uint8_t *enc_region_begin(uint8_t *p, uint64_t id)
 
 static inline uint8_t *enc_region_end(uint8_t *p)
 {
-	*p++ = HS_REC_EXT;
-	p = varint_put(p, HS_EXT_REGION_END);
-	*p++ = 0; /* no payload */
-	return p;
+	return enc_ext(p, HS_EXT_REGION_END, NULL, 0);
 }
 
 /* A header under construction, in a caller-owned buffer. */

@@ -17,6 +17,17 @@ static inline uint8_t *varint_put(uint8_t *p, uint64_t v)
 	return p;
 }
 
+/* The bytes varint_put takes for v. */
+static inline unsigned varint_len(uint64_t v)
+{
+	unsigned n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
 static inline uint64_t zigzag_encode(int64_t v)
 {
 	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
