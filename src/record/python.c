@@ -389,31 +389,25 @@ read_with(const struct py_layout *L, const uint8_t *fr, struct py_trail *now,
 	return n;
 }
 
-/* The chain read frame by frame from fr: out of line, so that the
- * capture's common case (moved) needs no frame of its size. */
+/* The chain read frame by frame from fr, with the layout found at
+ * start-up: out of line, so that the capture's common case (moved) needs
+ * no frame of its size. */
 static __attribute__((noinline)) int
-read_any(const uint8_t *fr, struct py_trail *now, const struct py_trail *last,
-	 int *common)
+read_chain(const uint8_t *fr, struct py_trail *now,
+	   const struct py_trail *last, int *common)
 {
+#if defined(__x86_64__)
+	if (py.L == &layout_311)
+		return read_with(&layout_311, fr, now, last, common);
+#endif
 	return read_with(py.L, fr, now, last, common);
 }
-
-#if defined(__x86_64__)
-static __attribute__((noinline)) int
-read_311(const uint8_t *fr, struct py_trail *now, const struct py_trail *last,
-	 int *common)
-{
-	return read_with(&layout_311, fr, now, last, common);
-}
-#endif
 
 /* python_capture with the layout L (a constant where inlined): the
  * thread's innermost frame, then moved, else the whole chain read. */
 static inline __attribute__((always_inline)) int
 capture_with(const struct py_layout *L, struct py_trail *now,
-	     const struct py_trail *last, int *common,
-	     int (*read)(const uint8_t *, struct py_trail *,
-			 const struct py_trail *, int *))
+	     const struct py_trail *last, int *common)
 {
 	if (!AT(py.rt, L->tss_init, int))
 		return 0;
@@ -432,7 +426,7 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 		if (n >= 0)
 			return n;
 	}
-	return read(fr, now, last, common);
+	return read_chain(fr, now, last, common);
 }
 
 /* With the layout found at start-up, whichever it is: out of line, so
@@ -440,7 +434,7 @@ capture_with(const struct py_layout *L, struct py_trail *now,
 static __attribute__((noinline)) int
 capture_any(struct py_trail *now, const struct py_trail *last, int *common)
 {
-	return capture_with(py.L, now, last, common, read_any);
+	return capture_with(py.L, now, last, common);
 }
 
 int python_capture(struct py_trail *now, const struct py_trail *last,
@@ -453,7 +447,7 @@ int python_capture(struct py_trail *now, const struct py_trail *last,
 		return 0;
 #if defined(__x86_64__)
 	if (py.L == &layout_311)
-		return capture_with(&layout_311, now, last, common, read_311);
+		return capture_with(&layout_311, now, last, common);
 #endif
 	return capture_any(now, last, common);
 }
