@@ -1,10 +1,16 @@
 /* The nodes are dense arrays indexed by id, found through an index of
  * 4-byte slots: an interpreter's native stacks make millions of nodes
- * (3.3 M for `import torch`), and 16-byte slots at half load took 128 MiB
+ * (2.1 M for `import torch`), and 16-byte slots at half load took 128 MiB
  * there.  A node is (parent, address number), 8 bytes: the distinct
  * return addresses are few (85,000 there) and numbered by a second table
  * of the same kind.  Grown arrays are remapped, not copied; an index is
- * rebuilt from its keys, the only table mapped anew. */
+ * rebuilt from its keys, the only table mapped anew.
+ *
+ * A node made under the newest node, the rest of a new stack, gets the
+ * next id: it is found as its parent's id plus one and has no slot in
+ * the index (more than half of `import torch`'s nodes).  Its parent
+ * being its id less one tells it from the others: a node the index has
+ * was made under an older node. */
 #include "stackmap.h"
 
 #include <string.h>
@@ -19,6 +25,7 @@
 struct dict {
 	uint64_t *keys;
 	uint32_t n;        /* keys so far */
+	uint32_t used;     /* of them in the slots */
 	uint32_t keys_cap; /* entries mapped, keys[0] unused */
 	uint32_t *slots;
 	/* the nodes' index: a node's hash is of its parent and return
@@ -26,12 +33,9 @@ struct dict {
 	 * slot can be fetched while the number is looked up */
 	const struct dict *addrs;
 	uint32_t cap;      /* slots */
-	uint32_t idmask;   /* ids' bits in a slot: 2^k - 1 >= cap - 1 */
-	/* keys added but not in the slots yet, their slots being fetched
-	 * meanwhile: the slots of a new stack's nodes are far apart and
-	 * not in cache; filled one by one, each waited for memory */
-	uint32_t npending;
-	uint32_t pending[64];
+	/* ids' bits in a slot: 2^k - 1 >= keys_cap - 1 (the slots hold
+	 * fewer keys than there are: first children are not there) */
+	uint32_t idmask;
 };
 
 /* Recently used nodes, in front of the tables: a lookup answered here
@@ -78,6 +82,12 @@ static inline uint64_t key_hash(const struct dict *d, uint64_t key)
 	return d->addrs ? node_hash((uint32_t)(key >> 32),
 				    d->addrs->keys[(uint32_t)key])
 			: mix(key);
+}
+
+/* Whether node id, key, is its parent's first child, not in the slots. */
+static inline int first_child(uint32_t id, uint64_t key)
+{
+	return (uint32_t)(key >> 32) == id - 1 && id > 1;
 }
 
 static inline uint32_t tag_of(const struct dict *d, uint64_t h)
@@ -155,47 +165,59 @@ static void put(struct dict *d, uint64_t h, uint32_t id)
  * rebuilds a quarter of the table's time (`import torch`). */
 #define AHEAD 16
 
-/* Half as many slots again, filled anew from the keys alone. */
-static int dict_grow_slots(struct dict *d)
+/* Slots mapped anew, cap of them, for ids below id_cap, filled from the
+ * keys alone. */
+static int dict_rebuild(struct dict *d, uint32_t cap, uint32_t id_cap)
 {
-	if (d->cap > MAX_SLOTS / 3 * 2 - 1024)
-		return -1;
-	/* whole pages */
-	uint32_t cap = (d->cap + d->cap / 2 + 1023) & ~1023u;
 	uint32_t *fresh = rmem_map_table((size_t)cap * sizeof(*fresh));
 	if (!fresh)
 		return -1;
 	rmem_unmap(d->slots, (size_t)d->cap * sizeof(*d->slots));
 	d->slots = fresh;
 	d->cap = cap;
-	d->idmask = idmask_for(cap);
+	d->idmask = idmask_for(cap > id_cap ? cap : id_cap);
 	uint64_t hs[AHEAD];
-	for (uint32_t id = 1; id <= d->n + AHEAD; id++) {
-		if (id > AHEAD)
-			put(d, hs[id % AHEAD], id - AHEAD);
-		if (id <= d->n) {
-			uint64_t h = key_hash(d, d->keys[id]);
-			hs[id % AHEAD] = h;
-			__builtin_prefetch(&d->slots[home(d, h)], 1);
-		}
+	uint32_t ids[AHEAD];
+	unsigned k = 0; /* keys of slots fetched, waiting */
+	for (uint32_t id = 1; id <= d->n; id++) {
+		uint64_t key = d->keys[id];
+		if (d->addrs && first_child(id, key))
+			continue;
+		if (k >= AHEAD)
+			put(d, hs[k % AHEAD], ids[k % AHEAD]);
+		uint64_t h = key_hash(d, key);
+		hs[k % AHEAD] = h;
+		ids[k % AHEAD] = id;
+		k++;
+		__builtin_prefetch(&d->slots[home(d, h)], 1);
 	}
+	for (unsigned j = k > AHEAD ? k - AHEAD : 0; j < k; j++)
+		put(d, hs[j % AHEAD], ids[j % AHEAD]);
 	return 0;
 }
 
-/* Before a lookup: the keys added meanwhile into their slots. */
-static inline void dict_settle(struct dict *d)
+/* Half as many slots again. */
+static int dict_grow_slots(struct dict *d)
 {
-	for (uint32_t k = 0; k < d->npending; k++)
-		put(d, key_hash(d, d->keys[d->pending[k]]), d->pending[k]);
-	d->npending = 0;
+	if (d->cap > MAX_SLOTS / 3 * 2 - 1024)
+		return -1;
+	/* whole pages */
+	return dict_rebuild(d, (d->cap + d->cap / 2 + 1023) & ~1023u,
+			    d->keys_cap);
 }
 
-/* Room for key number n + 1 in keys and slots; -1 if there is none. */
-static int dict_room(struct dict *d)
+/* Room for key number n + 1 in keys, and in the slots if in_slots; -1
+ * if there is none. */
+static int dict_room(struct dict *d, int in_slots)
 {
 	if (d->n + 1 >= d->keys_cap) {
 		size_t old = (size_t)d->keys_cap * sizeof(*d->keys);
 		if (d->keys_cap > UINT32_MAX / 2)
+			return -1;
+		/* ids the slots' bits cannot hold: the same slots, fewer
+		 * bits of tag */
+		if (2 * d->keys_cap - 1 > d->idmask &&
+		    dict_rebuild(d, d->cap, 2 * d->keys_cap))
 			return -1;
 		uint64_t *k = rmem_remap(d->keys, old, 2 * old);
 		if (!k)
@@ -203,11 +225,8 @@ static int dict_room(struct dict *d)
 		d->keys = k;
 		d->keys_cap *= 2;
 	}
-	if (FULL(d->n + 1, d->cap)) {
-		if (dict_grow_slots(d))
-			return -1;
-		d->npending = 0; /* their slots were filled from the keys */
-	}
+	if (in_slots && FULL(d->used + 1, d->cap) && dict_grow_slots(d))
+		return -1;
 	return 0;
 }
 
@@ -215,28 +234,26 @@ static int dict_room(struct dict *d)
 static uint32_t dict_add(struct dict *d, uint64_t key, uint64_t h,
 			 uint32_t *at)
 {
-	uint32_t cap = d->cap;
-	if (dict_room(d))
+	const uint32_t *slots = d->slots;
+	if (dict_room(d, 1))
 		return 0;
-	if (d->cap != cap)
-		dict_find(d, key, h, &at); /* the slot it goes to now */
+	if (d->slots != slots) /* rebuilt: the slot it goes to now */
+		dict_find(d, key, h, &at);
 	uint32_t id = ++d->n;
+	d->used++;
 	d->keys[id] = key;
 	*at = tag_of(d, h) | id;
 	return id;
 }
 
-/* Adds key, known not to be there; its id, or 0.  Its slot is filled
- * by the next dict_settle (the caller asked for it meanwhile). */
-static uint32_t dict_add_pending(struct dict *d, uint64_t key)
+/* Adds node key, its parent's first child (the newest node's), with no
+ * slot; its id, or 0. */
+static uint32_t dict_add_first(struct dict *d, uint64_t key)
 {
-	if (dict_room(d))
+	if (dict_room(d, 0))
 		return 0;
-	if (d->npending == sizeof(d->pending) / sizeof(d->pending[0]))
-		dict_settle(d);
 	uint32_t id = ++d->n;
 	d->keys[id] = key;
-	d->pending[d->npending++] = id;
 	return id;
 }
 
@@ -298,7 +315,6 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 	 * the table two fifths of the recorder's time in `import torch` */
 	uint64_t h = node_hash(parent, ip), ha = mix(ip);
 	__builtin_prefetch(&m->addrs.slots[home(&m->addrs, ha)]);
-	__builtin_prefetch(&m->nodes.slots[home(&m->nodes, h)]);
 	if (parent && parent == m->nodes.n) {
 		/* the newest node has no children yet: no lookup, not even
 		 * in the front (a child of a new node, the rest of a new
@@ -306,11 +322,15 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 		uint32_t a = addr_of(m, ip, ha);
 		if (!a)
 			return 0;
-		uint32_t id = dict_add_pending(&m->nodes,
-					       (uint64_t)parent << 32 | a);
+		uint32_t id = dict_add_first(&m->nodes,
+					     (uint64_t)parent << 32 | a);
 		*is_new = id != 0;
 		return id;
 	}
+	/* its place if it is the parent's first child, and in the index */
+	if (parent && parent < m->nodes.n)
+		__builtin_prefetch(&m->nodes.keys[parent + 1]);
+	__builtin_prefetch(&m->nodes.slots[home(&m->nodes, h)]);
 	struct front *f = &m->front[h >> 32 & (FRONT - 1)];
 	if (f->id && f->ip == ip && f->parent == parent)
 		return f->id;
@@ -319,8 +339,10 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 	if (!a)
 		return 0;
 	uint64_t key = (uint64_t)parent << 32 | a;
-	dict_settle(&m->nodes);
-	uint32_t id = dict_find(&m->nodes, key, h, &at);
+	uint32_t id = parent && parent < m->nodes.n &&
+				      m->nodes.keys[parent + 1] == key
+			      ? parent + 1
+			      : dict_find(&m->nodes, key, h, &at);
 	if (!id) {
 		if (!(id = dict_add(&m->nodes, key, h, at)))
 			return 0;

@@ -1,5 +1,6 @@
 /* Unit test of the recorder's stack table: ids are dense and stable, a
- * (parent, ip) pair is interned once, growth keeps every node. */
+ * (parent, ip) pair is interned once, growth keeps every node, whether
+ * the index has it or it is its parent's first child. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -55,6 +56,24 @@ int main(void)
 		      !is_new);
 	}
 	CHECK(stackmap_count(m) == 2 * N + 3);
+	/* first children (a new node's, not in the index) and nodes made
+	 * under older nodes, mixed: each found again, none made twice, as the
+	 * index grows and its slots need more bits for the ids than their
+	 * count does */
+	uint32_t base = stackmap_count(m);
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t under = i % 3 ? base + i : 7 + i % 50;
+		uint32_t id = stackmap_intern(m, under, 0x700000 + i,
+					      &is_new);
+		CHECK(is_new && id == base + i + 1);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t under = i % 3 ? base + i : 7 + i % 50;
+		CHECK(stackmap_intern(m, under, 0x700000 + i,
+				      &is_new) == base + i + 1 &&
+		      !is_new);
+	}
+	CHECK(stackmap_count(m) == 3 * N + 3);
 	CHECK(stackmap_reset(m) == 0);
 	CHECK(stackmap_count(m) == 0);
 	CHECK(stackmap_intern(m, 0, 0x400000, &is_new) == 1 && is_new);
