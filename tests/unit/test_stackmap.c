@@ -1,6 +1,7 @@
 /* Unit test of the recorder's stack table: ids are dense and stable, a
  * (parent, ip) pair is interned once, growth keeps every node, whether
- * the index has it or it is its parent's first child. */
+ * the index has it or it is its parent's first child, and a reset
+ * forgets the addresses' numbers too. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -100,6 +101,21 @@ int main(void)
 		parent = i % 7 ? id : 1;
 	}
 	CHECK(stackmap_count(m) == N + 2);
+	/* the addresses' numbers are forgotten by a reset too: 0xaaaa0's,
+	 * the first before it, is not taken for 0xbbbb0's, the first after */
+	CHECK(stackmap_reset(m) == 0);
+	CHECK(stackmap_intern(m, 0, 0xaaaa0, &is_new) == 1 && is_new);
+	CHECK(stackmap_reset(m) == 0);
+	CHECK(stackmap_intern(m, 0, 0xbbbb0, &is_new) == 1 && is_new);
+	CHECK(stackmap_intern(m, 0, 0xaaaa0, &is_new) == 2 && is_new);
+	/* and each found again once the index was rebuilt from its keys
+	 * (a stale number made a key the rebuild put where 0xbbbb0's goes) */
+	for (uint32_t i = 0; i < N / 2; i++)
+		CHECK(stackmap_intern(m, 1 + i % 2, 0x800000 + i * 16,
+				      &is_new) == i + 3 &&
+		      is_new);
+	CHECK(stackmap_intern(m, 0, 0xaaaa0, &is_new) == 2 && !is_new);
+	CHECK(stackmap_intern(m, 0, 0xbbbb0, &is_new) == 1 && !is_new);
 	stackmap_destroy(m);
 	stackmap_destroy(NULL);
 	return check_report("stackmap");
