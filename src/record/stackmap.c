@@ -33,8 +33,9 @@ struct dict {
 	 * slot can be fetched while the number is looked up */
 	const struct dict *addrs;
 	uint32_t cap;      /* slots */
-	/* ids' bits in a slot: 2^k - 1 >= keys_cap - 1 (the slots hold
-	 * fewer keys than there are: first children are not there) */
+	/* ids' bits in a slot: 2^k - 1 >= keys_cap - 1, not cap - 1 (the
+	 * slots hold fewer keys than there are: first children are not
+	 * there) */
 	uint32_t idmask;
 };
 
@@ -178,9 +179,9 @@ static void put(struct dict *d, uint64_t h, uint32_t id)
  * rebuilds a quarter of the table's time (`import torch`). */
 #define AHEAD 16
 
-/* Slots mapped anew, cap of them, for ids below id_cap, filled from the
- * keys alone. */
-static int dict_rebuild(struct dict *d, uint32_t cap, uint32_t id_cap)
+/* Slots mapped anew, cap of them, with idmask, filled from the keys
+ * alone. */
+static int dict_rebuild(struct dict *d, uint32_t cap, uint32_t idmask)
 {
 	uint32_t *fresh = rmem_map_table((size_t)cap * sizeof(*fresh));
 	if (!fresh)
@@ -188,7 +189,7 @@ static int dict_rebuild(struct dict *d, uint32_t cap, uint32_t id_cap)
 	rmem_unmap(d->slots, (size_t)d->cap * sizeof(*d->slots));
 	d->slots = fresh;
 	d->cap = cap;
-	d->idmask = idmask_for(cap > id_cap ? cap : id_cap);
+	d->idmask = idmask;
 	uint64_t hs[AHEAD];
 	uint32_t ids[AHEAD];
 	unsigned k = 0; /* keys of slots fetched, waiting */
@@ -216,7 +217,7 @@ static int dict_grow_slots(struct dict *d)
 		return -1;
 	/* whole pages */
 	return dict_rebuild(d, (d->cap + d->cap / 2 + 1023) & ~1023u,
-			    d->keys_cap);
+			    d->idmask);
 }
 
 /* Room for key number n + 1 in keys, and in the slots if in_slots; -1
@@ -227,10 +228,14 @@ static int dict_room(struct dict *d, int in_slots)
 		size_t old = (size_t)d->keys_cap * sizeof(*d->keys);
 		if (d->keys_cap > UINT32_MAX / 2)
 			return -1;
-		/* ids the slots' bits cannot hold: the same slots, fewer
-		 * bits of tag */
+		/* ids the slots' bits cannot hold: the same slots, with bits
+		 * for ids to 16 times the keys so far (fewer of tag), not to
+		 * be rebuilt again for each of the next three doublings */
 		if (2 * d->keys_cap - 1 > d->idmask &&
-		    dict_rebuild(d, d->cap, 2 * d->keys_cap))
+		    dict_rebuild(d, d->cap,
+				 d->keys_cap >= 1u << 27
+					 ? (uint32_t)(MAX_SLOTS - 1)
+					 : idmask_for(16 * d->keys_cap)))
 			return -1;
 		uint64_t *k = rmem_remap(d->keys, old, 2 * old);
 		if (!k)
