@@ -37,6 +37,7 @@ struct dict {
 	 * slots hold fewer keys than there are: first children are not
 	 * there) */
 	uint32_t idmask;
+	uint32_t rebuilds; /* of the slots, so far */
 };
 
 /* Recently used nodes, in front of the tables: a lookup answered here
@@ -190,6 +191,7 @@ static int dict_rebuild(struct dict *d, uint32_t cap, uint32_t idmask)
 	d->slots = fresh;
 	d->cap = cap;
 	d->idmask = idmask;
+	d->rebuilds++;
 	uint64_t hs[AHEAD];
 	uint32_t ids[AHEAD];
 	unsigned k = 0; /* keys of slots fetched, waiting */
@@ -252,10 +254,12 @@ static int dict_room(struct dict *d, int in_slots)
 static uint32_t dict_add(struct dict *d, uint64_t key, uint64_t h,
 			 uint32_t *at)
 {
-	const uint32_t *slots = d->slots;
+	/* counted, not told by the slots' address: two rebuilds in one
+	 * dict_room can map the second where the first unmapped */
+	uint32_t rebuilds = d->rebuilds;
 	if (dict_room(d, 1))
 		return 0;
-	if (d->slots != slots) /* rebuilt: the slot it goes to now */
+	if (d->rebuilds != rebuilds) /* the slot it goes to now */
 		dict_find(d, key, h, &at);
 	uint32_t id = ++d->n;
 	d->used++;

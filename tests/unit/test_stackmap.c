@@ -9,6 +9,19 @@
 #include "record/stackmap.h"
 
 
+/* The entry of the table's front cache a node under the root takes:
+ * stackmap.c's mix() and front index, copied. */
+static uint32_t front_of(uint64_t ip)
+{
+	uint64_t k = ip;
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return (uint32_t)(k >> 32) & ((1u << 14) - 1);
+}
+
 int main(void)
 {
 	struct stackmap *m = stackmap_create();
@@ -101,6 +114,28 @@ int main(void)
 		parent = i % 7 ? id : 1;
 	}
 	CHECK(stackmap_count(m) == N + 2);
+	/* a node added by a lookup whose room needed two rebuilds of the
+	 * index at once (more bits for the ids, as the keys fill their
+	 * array, and more slots): found again, not made twice.  3,276 nodes
+	 * under the root fill the first index to its limit, first children
+	 * the keys' array up to 4,095, and the next node needs both. */
+	CHECK(stackmap_reset(m) == 0);
+	for (uint32_t i = 0; i < 3276; i++)
+		CHECK(stackmap_intern(m, 0, 0x900000 + i * 16, &is_new) ==
+			      i + 1 &&
+		      is_new);
+	for (uint32_t i = 3277; i <= 4095; i++)
+		CHECK(stackmap_intern(m, i - 1, 0x910000, &is_new) == i &&
+		      is_new);
+	CHECK(stackmap_intern(m, 0, 0x920000, &is_new) == 4096 && is_new);
+	/* found by the index, not the front: a node that takes its front
+	 * entry first (another rebuild would put every key right again) */
+	uintptr_t rival = 0x930000;
+	while (rival == 0x920000 || front_of(rival) != front_of(0x920000))
+		rival += 16;
+	CHECK(stackmap_intern(m, 0, rival, &is_new) == 4097 && is_new);
+	CHECK(stackmap_intern(m, 0, 0x920000, &is_new) == 4096 && !is_new);
+	CHECK(stackmap_intern(m, 0, 0x900000, &is_new) == 1 && !is_new);
 	/* the addresses' numbers are forgotten by a reset too: 0xaaaa0's,
 	 * the first before it, is not taken for 0xbbbb0's, the first after */
 	CHECK(stackmap_reset(m) == 0);
