@@ -5,6 +5,7 @@
 
 #include "base/bigmem.h"
 #include "base/error.h"
+#include "base/mix.h"
 #include "format/reader.h"
 #include "symbols.h"
 
@@ -34,13 +35,7 @@ static size_t map_slot(const struct map64 *m, uint64_t key)
 {
 	/* every bit of the key into the low ones: pairs' keys differ in
 	 * their top and bottom halves */
-	uint64_t x = key;
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	size_t h = (size_t)x & m->mask;
+	size_t h = (size_t)hs_mix64(key) & m->mask;
 	while (m->k[h] && m->k[h] != key)
 		h = (h + 1) & m->mask;
 	return h;

@@ -15,6 +15,7 @@
 
 #include <string.h>
 
+#include "../base/mix.h"
 #include "../base/rmem.h"
 
 /* 64-bit keys numbered densely from 1 in the order they came, keys[id],
@@ -78,11 +79,7 @@ struct stackmap {
 
 static inline uint64_t mix(uint64_t k)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	return k ^ k >> 33;
+	return hs_mix64(k);
 }
 
 /* A node's hash: by its return address, not its address number (see

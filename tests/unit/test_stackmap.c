@@ -5,21 +5,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/mix.h"
 #include "check.h"
 #include "record/stackmap.h"
 
 
 /* The entry of the table's front cache a node under the root takes:
- * stackmap.c's mix() and front index, copied. */
+ * stackmap.c's front index, copied. */
 static uint32_t front_of(uint64_t ip)
 {
-	uint64_t k = ip;
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return (uint32_t)(k >> 32) & ((1u << 14) - 1);
+	return (uint32_t)(hs_mix64(ip) >> 32) & ((1u << 14) - 1);
 }
 
 int main(void)
