@@ -59,11 +59,17 @@ ssize_t hs_write(int fd, const void *p, size_t n)
 	return syscall(SYS_write, fd, p, n);
 }
 
+/* The set of SIGXFSZ alone. */
+static void xfsz_only(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGXFSZ);
+}
+
 void hs_xfsz_hold(struct hs_xfsz *x)
 {
 	sigset_t xfsz, pending;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
+	xfsz_only(&xfsz);
 	pthread_sigmask(SIG_BLOCK, &xfsz, &x->old);
 	x->pending = sigpending(&pending) == 0 &&
 		     sigismember(&pending, SIGXFSZ) == 1;
@@ -72,8 +78,7 @@ void hs_xfsz_hold(struct hs_xfsz *x)
 void hs_xfsz_let_go(const struct hs_xfsz *x, int err)
 {
 	sigset_t xfsz;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
+	xfsz_only(&xfsz);
 	if (err == EFBIG && !x->pending) {
 		/* the raw call: sigtimedwait is a cancellation point */
 		struct timespec zero = { 0, 0 };

@@ -77,23 +77,19 @@ struct stackmap {
 #define FULL(n, slots) ((uint64_t)(n) * 5 > (uint64_t)(slots) * 4)
 #define MAX_SLOTS (1u << 31) /* one tag bit at least */
 
-static inline uint64_t mix(uint64_t k)
-{
-	return hs_mix64(k);
-}
-
 /* A node's hash: by its return address, not its address number (see
  * struct dict's addrs). */
 static inline uint64_t node_hash(uint32_t parent, uintptr_t ip)
 {
-	return mix((uint64_t)ip ^ (uint64_t)parent * 0x9e3779b97f4a7c15ull);
+	return hs_mix64((uint64_t)ip ^
+			(uint64_t)parent * 0x9e3779b97f4a7c15ull);
 }
 
 static inline uint64_t key_hash(const struct dict *d, uint64_t key)
 {
 	return d->addrs ? node_hash((uint32_t)(key >> 32),
 				    d->addrs->keys[(uint32_t)key])
-			: mix(key);
+			: hs_mix64(key);
 }
 
 /* Whether node id, key, is its parent's first child, not in the slots. */
@@ -339,7 +335,7 @@ uint32_t stackmap_intern(struct stackmap *m, uint32_t parent, uintptr_t ip,
 	/* the lines this lookup may read, all asked for at once: far apart
 	 * in tables of millions of nodes, each waited for in turn, they made
 	 * the table two fifths of the recorder's time in `import torch` */
-	uint64_t h = node_hash(parent, ip), ha = mix(ip);
+	uint64_t h = node_hash(parent, ip), ha = hs_mix64(ip);
 	__builtin_prefetch(&m->addrs.slots[home(&m->addrs, ha)]);
 	if (parent && parent == m->nodes.n) {
 		/* the newest node has no children yet: no lookup, not even
