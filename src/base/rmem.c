@@ -109,6 +109,26 @@ void *rmem_remap(void *p, size_t size, size_t new_size)
 	return q == -1 ? NULL : (void *)q;
 }
 
+void *rmem_remap_table(void *p, size_t size, size_t new_size)
+{
+	const size_t huge = 2u << 20;
+	if (new_size < huge)
+		return rmem_remap(p, size, new_size);
+	uint8_t *q = rmem_map_table(new_size);
+	if (!q)
+		return rmem_remap(p, size, new_size);
+	long r = syscall(SYS_mremap, p, size, new_size,
+			 MREMAP_MAYMOVE | MREMAP_FIXED, q);
+	if (r == -1) {
+		rmem_unmap(q, new_size);
+		return rmem_remap(p, size, new_size);
+	}
+#ifdef MADV_HUGEPAGE
+	syscall(SYS_madvise, q, new_size, MADV_HUGEPAGE); /* a hint */
+#endif
+	return q;
+}
+
 void rmem_unmap(void *p, size_t size)
 {
 	if (p)

@@ -30,6 +30,11 @@ void *rmem_map_table(size_t size);
  * moves the pages, nothing is copied or zeroed again; NULL on failure (p
  * is kept then). */
 void *rmem_remap(void *p, size_t size, size_t new_size);
+/* rmem_remap for a table reached at random: grown to 2 MiB or more, it
+ * is moved (not copied) onto a 2 MiB boundary and offered as transparent
+ * huge pages, as rmem_map_table's: the pages it had stay small, the ones
+ * it gains can be huge.  The same failures as rmem_remap. */
+void *rmem_remap_table(void *p, size_t size, size_t new_size);
 void rmem_unmap(void *p, size_t size); /* accepts NULL */
 
 #endif

@@ -232,7 +232,7 @@ static int dict_room(struct dict *d, int in_slots)
 					 ? (uint32_t)(MAX_SLOTS - 1)
 					 : idmask_for(16 * d->keys_cap)))
 			return -1;
-		uint64_t *k = rmem_remap(d->keys, old, 2 * old);
+		uint64_t *k = rmem_remap_table(d->keys, old, 2 * old);
 		if (!k)
 			return -1;
 		d->keys = k;
