@@ -44,19 +44,30 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+__thread uint64_t rules_generation __attribute__((tls_model("initial-exec")));
+
+struct loader_now {
+	unsigned long long subs;
+	uint64_t generation;
+};
+
 static int read_subs(struct dl_phdr_info *info, size_t size, void *data)
 {
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
-			    sizeof(info->dlpi_subs))
-		*(unsigned long long *)data = info->dlpi_subs;
+	struct loader_now *now = data;
+	now->generation = loader_generation(info, size);
+	if (now->generation)
+		now->subs = info->dlpi_subs;
 	return 1;
 }
 
+/* The loader's count of modules removed; notes its generation for the
+ * thread (rules_generation). */
 static unsigned long long loader_subs(void)
 {
-	unsigned long long subs = 0;
-	dl_iterate_phdr(read_subs, &subs);
-	return subs;
+	struct loader_now now = { 0, 0 };
+	dl_iterate_phdr(read_subs, &now);
+	rules_generation = now.generation;
+	return now.subs;
 }
 
 int rules_init(void)
@@ -112,7 +123,7 @@ uint64_t rules_epoch(void)
 /* Takes an empty slot, or one of an older epoch, or the first. */
 static void insert(uint64_t key, uint64_t rule)
 {
-	unsigned h = rules_hash(key), pick = h & (RULES_SIZE - 1);
+	unsigned h = rules_hash(key & RULES_IP_MASK), pick = h & (RULES_SIZE - 1);
 	for (unsigned i = 0; i < RULES_PROBES; i++) {
 		unsigned s = (h + i) & (RULES_SIZE - 1);
 		uint64_t k = __atomic_load_n(&rules_cache[s].key,
@@ -157,11 +168,11 @@ uint64_t rules_miss(uintptr_t ip, uint64_t *ep)
 		insert(ip, rule);
 		return rule;
 	}
+	/* not filed for this epoch: rules_lookup saw no slot of ip's for
+	 * it (a slot of ip's of another one made it check the epoch) */
 	if (!*ep)
 		*ep = rules_epoch();
 	uint64_t key = ip | *ep << 48;
-	if (rules_lookup(key, &rule))
-		return rule;
 	rule = compute(ip) | RULE_DYNAMIC;
 	insert(key, rule);
 	return rule;

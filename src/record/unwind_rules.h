@@ -3,6 +3,7 @@
 #ifndef HS_UNWIND_RULES_H
 #define HS_UNWIND_RULES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* x86_64 only; _dl_find_object needs glibc 2.35 */
@@ -18,40 +19,78 @@
  * failure. */
 int rules_init(void);
 
+/* A slot: key is the return address, with the loader epoch in bits
+ * 48-63 for code loaded later (0 there for code that stays), and 0 for
+ * an empty slot.  Slots are chosen by the address alone, so a lookup
+ * finds either kind in one run of probes. */
 struct rules_entry {
 	uint64_t key, rule;
 };
 #define RULES_BITS 14
 #define RULES_SIZE (1u << RULES_BITS)
 #define RULES_PROBES 4
+#define RULES_IP_MASK ((1ull << 48) - 1)
 extern struct rules_entry *rules_cache;
 
-static inline unsigned rules_hash(uint64_t key)
+/* The first slot of ip's probes. */
+static inline unsigned rules_hash(uintptr_t ip)
 {
-	return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> (64 - RULES_BITS));
+	return (unsigned)((ip * 0x9e3779b97f4a7c15ull) >> (64 - RULES_BITS));
 }
 
-/* A writer zeroes the key before changing the rule: the same key seen
- * before and after reading the rule makes a consistent pair. */
-static inline int rules_lookup(uint64_t key, uint64_t *rule)
+/* The loader epoch now: a new one whenever a module was unloaded.  It
+ * also notes the loader's generation for the calling thread. */
+uint64_t rules_epoch(void);
+
+/* The loader's generation (modules_generation's value) as rules_epoch
+ * last read it on this thread, 0 if it has not since the thread's last
+ * capture began (unwind_capture_walk and unwind_capture_plain zero it):
+ * a capture's stack was in modules loaded by then, so the events code
+ * takes it instead of asking the loader again. */
+extern __thread uint64_t rules_generation
+	__attribute__((tls_model("initial-exec")));
+
+#include <link.h>
+
+/* The loader's generation: changes with every module added or removed. */
+static inline uint64_t loader_generation(const struct dl_phdr_info *info,
+					 size_t size)
 {
-	unsigned h = rules_hash(key);
+	if (size < offsetof(struct dl_phdr_info, dlpi_subs) +
+			   sizeof(info->dlpi_subs))
+		return 0;
+	return info->dlpi_adds * 1000003ull + info->dlpi_subs;
+}
+
+/* The rule of ip filed for code that stays or, for code loaded later,
+ * for the epoch now (*epoch: 0 until the loader was checked, then the
+ * epoch found; checked only when a slot of ip's is of that kind).  A
+ * writer zeroes the key before changing the rule: the same key seen
+ * before and after reading the rule makes a consistent pair. */
+static inline int rules_lookup(uintptr_t ip, uint64_t *epoch, uint64_t *rule)
+{
+	unsigned h = rules_hash(ip);
 	for (unsigned i = 0; i < RULES_PROBES; i++) {
 		struct rules_entry *e = &rules_cache[(h + i) % RULES_SIZE];
 		uint64_t k = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
-		if (k == key) {
-			*rule = __atomic_load_n(&e->rule, __ATOMIC_RELAXED);
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			k = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-			return k == key;
-		}
 		if (k == 0)
 			return 0;
+		if ((k & RULES_IP_MASK) != ip)
+			continue;
+		if (k >> 48) {
+			if (!*epoch)
+				*epoch = rules_epoch();
+			if (k >> 48 != *epoch)
+				continue; /* an older epoch's */
+		}
+		*rule = __atomic_load_n(&e->rule, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		return __atomic_load_n(&e->key, __ATOMIC_RELAXED) == k;
 	}
 	return 0;
 }
 
-/* The rule when the bare address missed. */
+/* The rule when the lookup missed: computed and filed. */
 uint64_t rules_miss(uintptr_t ip, uint64_t *epoch);
 
 /* The rule of the frame whose return address is ip.  *epoch is 0 until
@@ -60,12 +99,9 @@ uint64_t rules_miss(uintptr_t ip, uint64_t *epoch);
 static inline uint64_t rules_get(uintptr_t ip, uint64_t *epoch)
 {
 	uint64_t rule;
-	if (__builtin_expect(rules_lookup(ip, &rule), 1))
+	if (__builtin_expect(rules_lookup(ip, epoch, &rule), 1))
 		return rule;
 	return rules_miss(ip, epoch);
 }
-
-/* The loader epoch now: a new one whenever a module was unloaded. */
-uint64_t rules_epoch(void);
 
 #endif
