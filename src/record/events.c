@@ -14,6 +14,7 @@
 #include "regions.h"
 #include "stacks.h"
 #include "unwind.h"
+#include "unwind_rules.h"
 
 #define STACK_REC_MAX (1 + 3 * HS_VARINT_MAX)
 
@@ -102,10 +103,16 @@ void rec_unrecorded(void)
 }
 
 /* New code (a dlopen) shows up as new stack nodes: check the loader then,
- * outside the lock, so module records follow the first stack into it. */
+ * outside the lock, so module records follow the first stack into it.
+ * The walk of the thread's last capture may have read the loader's
+ * generation already (rules_generation): read after that capture began,
+ * it counts every module its stack is in. */
 static void after_fresh_nodes(int fresh)
 {
-	if (fresh && modules_generation() != mod_generation)
+	if (!fresh)
+		return;
+	uint64_t g = rules_generation;
+	if ((g ? g : modules_generation()) != mod_generation)
 		events_modules_changed();
 }
 

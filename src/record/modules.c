@@ -7,6 +7,7 @@
 
 #include "../format/encoder.h"
 #include "../base/rmem.h"
+#include "unwind_rules.h"
 
 #define MAX_MODULES 8192
 #define POOL_BYTES (2u << 20)
@@ -115,10 +116,7 @@ int modlist_collect(struct modlist *l)
 
 static int read_generation(struct dl_phdr_info *info, size_t size, void *data)
 {
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
-			    sizeof(info->dlpi_subs))
-		*(uint64_t *)data = info->dlpi_adds * 1000003ull +
-				    info->dlpi_subs;
+	*(uint64_t *)data = loader_generation(info, size);
 	return 1;
 }
 

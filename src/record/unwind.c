@@ -10,6 +10,7 @@
 
 #include "guard.h"
 #include "unwind_fast.h"
+#include "unwind_rules.h"
 
 /* The recorder's own code, whose frames never appear in a stack. */
 static struct code_range self;
@@ -138,6 +139,7 @@ static int libunwind_capture(uintptr_t *ips, int max)
 
 int unwind_capture_plain(uintptr_t *ips, int max)
 {
+	rules_generation = 0;
 	if (max > HS_DEPTH_MAX)
 		max = HS_DEPTH_MAX;
 	return libunwind_capture(ips, max);
@@ -151,6 +153,7 @@ void unwind_forget(void)
 
 int unwind_capture_walk(uintptr_t *ips, int max, struct unwind_walk *walk)
 {
+	rules_generation = 0;
 	if (max > HS_DEPTH_MAX)
 		max = HS_DEPTH_MAX;
 	if (method == UNWIND_FAST) {
