@@ -193,19 +193,8 @@ static inline unsigned py_seek(const uint8_t *fr)
 	return (unsigned)((uintptr_t)fr >> 6) & (PY_SEEK - 1);
 }
 
-/* Whether frame fr is where visit v saw a frame and holds what it read
- * but, maybe, its instruction (*instr, read when the code is v's). */
-static inline __attribute__((always_inline)) int
-visit_holds(const struct py_layout *L, const uint8_t *fr,
-	    const struct py_visit *v, uintptr_t *instr);
-static inline __attribute__((always_inline)) int
-visit_like(const struct py_layout *L, const uint8_t *fr,
-	   const struct py_visit *v, uintptr_t *instr)
-{
-	return (uintptr_t)fr == v->fr && visit_holds(L, fr, v, instr);
-}
-
-/* visit_like for a frame known to be at v's address. */
+/* Whether frame fr, at visit v's address, holds what v read but, maybe,
+ * its instruction (*instr, read when the code is v's). */
 static inline __attribute__((always_inline)) int
 visit_holds(const struct py_layout *L, const uint8_t *fr,
 	    const struct py_visit *v, uintptr_t *instr)
@@ -217,6 +206,15 @@ visit_holds(const struct py_layout *L, const uint8_t *fr,
 	/* compared at once: one branch */
 	return !((AT(code, L->co_linetable, uintptr_t) ^ v->lines) |
 		 (uintptr_t)(frame_flags(L, fr) ^ (v->flags & 0xffff)));
+}
+
+/* Whether frame fr is where visit v saw a frame and holds what it read
+ * but, maybe, its instruction. */
+static inline __attribute__((always_inline)) int
+visit_like(const struct py_layout *L, const uint8_t *fr,
+	   const struct py_visit *v, uintptr_t *instr)
+{
+	return (uintptr_t)fr == v->fr && visit_holds(L, fr, v, instr);
 }
 
 /* Whether frame fr is where visit v saw a frame and holds what it read. */
@@ -245,11 +243,9 @@ rest_same(const struct py_layout *L, const uint8_t *fr,
 			return prev == 0;
 		if (prev != v->fr)
 			return 0;
-		/* the kept address, loaded by the asm: the compiler cannot
-		 * take prev, its equal, for it */
-		uintptr_t at;
-		__asm__("mov %1, %0" : "=r"(at) : "m"(v->fr));
-		fr = (const uint8_t *)at;
+		/* the kept address, by a volatile load: the compiler
+		 * cannot take prev, its equal, for it */
+		fr = (const uint8_t *)*(const volatile uintptr_t *)&v->fr;
 		uintptr_t instr;
 		if (!visit_holds(L, fr, v, &instr) || instr != v->instr)
 			return 0;
