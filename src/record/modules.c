@@ -7,7 +7,6 @@
 
 #include "../format/encoder.h"
 #include "../base/rmem.h"
-#include "unwind_rules.h"
 
 #define MAX_MODULES 8192
 #define POOL_BYTES (2u << 20)
@@ -116,7 +115,7 @@ int modlist_collect(struct modlist *l)
 
 static int read_generation(struct dl_phdr_info *info, size_t size, void *data)
 {
-	*(uint64_t *)data = loader_generation(info, size);
+	*(uint64_t *)data = modules_generation_of(info, size);
 	return 1;
 }
 

@@ -4,6 +4,7 @@
 #ifndef HS_MODULES_H
 #define HS_MODULES_H
 
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,15 @@ void modlist_clear(struct modlist *l);
 int modlist_collect(struct modlist *l);
 /* Loader generation: changes whenever a module is loaded or unloaded. */
 uint64_t modules_generation(void);
+/* The same from a dl_iterate_phdr callback's arguments (0: not known). */
+static inline uint64_t modules_generation_of(const struct dl_phdr_info *info,
+					     size_t size)
+{
+	if (size < offsetof(struct dl_phdr_info, dlpi_subs) +
+			   sizeof(info->dlpi_subs))
+		return 0;
+	return info->dlpi_adds * 1000003ull + info->dlpi_subs;
+}
 int modlist_contains(const struct modlist *l, const struct module *m,
 		     const char *pool);
 

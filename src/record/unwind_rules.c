@@ -1,6 +1,6 @@
 /* The rule cache.  A slot is (key, rule); readers take no lock: a writer
- * zeroes the key before changing the rule, so a reader that sees the same
- * key before and after reading the rule has a consistent pair.
+ * marks the key busy before changing the rule, so a reader that sees the
+ * same key before and after reading the rule has a consistent pair.
  *
  * Code loaded before the recorder started is never unloaded: its rules
  * are kept under the bare address.  Code loaded later may be unloaded and
@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "../base/rmem.h"
+#include "modules.h"
 #include "unwind.h"
 #include "unwind_cfi.h"
 
@@ -54,7 +55,7 @@ struct loader_now {
 static int read_subs(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct loader_now *now = data;
-	now->generation = loader_generation(info, size);
+	now->generation = modules_generation_of(info, size);
 	if (now->generation)
 		now->subs = info->dlpi_subs;
 	return 1;
@@ -101,26 +102,42 @@ static int stays(uintptr_t ip)
 	return 0;
 }
 
+/* The next epoch, published: its low 16 bits, the ones keys carry, are
+ * never 0 (a key's 0 there means code that stays).  When they wrap,
+ * every key is dropped before the epoch is published: the keys of the
+ * epoch 65,535 back carry the same bits. */
+static void next_epoch(void)
+{
+	uint64_t e = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE), n;
+	do {
+		n = e + 1;
+		if (!(n & 0xffff)) {
+			n++;
+			for (unsigned i = 0; i < RULES_SIZE; i++)
+				__atomic_store_n(&rules_cache[i].key, 0,
+						 __ATOMIC_RELAXED);
+		}
+	} while (!__atomic_compare_exchange_n(&epoch, &e, n, 0,
+					      __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+}
+
 /* The epoch is bumped before seen_subs is published, so that a thread
  * which sees the new count also sees the new epoch.  0 is never one. */
 uint64_t rules_epoch(void)
 {
 	unsigned long long subs = loader_subs();
 	if (subs != __atomic_load_n(&seen_subs, __ATOMIC_ACQUIRE)) {
-		uint64_t e = __atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL);
-		if ((e & 0xffff) == 0) {
-			/* wrapped: drop every key, old ones could match */
-			for (unsigned i = 0; i < RULES_SIZE; i++)
-				__atomic_store_n(&rules_cache[i].key, 0,
-						 __ATOMIC_RELAXED);
-			__atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL);
-		}
+		next_epoch();
 		__atomic_store_n(&seen_subs, subs, __ATOMIC_RELEASE);
 	}
 	return __atomic_load_n(&epoch, __ATOMIC_ACQUIRE) & 0xffff;
 }
 
-/* Takes an empty slot, or one of an older epoch, or the first. */
+/* Takes an empty slot, or one of an older epoch, or the first.  A writer
+ * marks the slot RULES_BUSY while it changes the rule: a second writer
+ * skips it (it is only a cache), so no slot ends with one writer's key
+ * and the other's rule. */
 static void insert(uint64_t key, uint64_t rule)
 {
 	unsigned h = rules_hash(key & RULES_IP_MASK), pick = h & (RULES_SIZE - 1);
@@ -135,8 +152,9 @@ static void insert(uint64_t key, uint64_t rule)
 	}
 	struct rules_entry *e = &rules_cache[pick];
 	uint64_t old = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
-	if (!__atomic_compare_exchange_n(&e->key, &old, 0, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_RELAXED))
+	if (old == RULES_BUSY ||
+	    !__atomic_compare_exchange_n(&e->key, &old, RULES_BUSY, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return; /* another writer is here: skip, it is only a cache */
 	__atomic_store_n(&e->rule, rule, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->key, key, __ATOMIC_RELEASE);

@@ -3,7 +3,6 @@
 #ifndef HS_UNWIND_RULES_H
 #define HS_UNWIND_RULES_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 /* x86_64 only; _dl_find_object needs glibc 2.35 */
@@ -30,6 +29,8 @@ struct rules_entry {
 #define RULES_SIZE (1u << RULES_BITS)
 #define RULES_PROBES 4
 #define RULES_IP_MASK ((1ull << 48) - 1)
+/* A slot a writer is changing: matches no lookup */
+#define RULES_BUSY 1ull
 extern struct rules_entry *rules_cache;
 
 /* The first slot of ip's probes. */
@@ -43,29 +44,18 @@ static inline unsigned rules_hash(uintptr_t ip)
 uint64_t rules_epoch(void);
 
 /* The loader's generation (modules_generation's value) as rules_epoch
- * last read it on this thread, 0 if it has not since the thread's last
+ * (or rules_init) last read it on this thread, 0 if it has not since the thread's last
  * capture began (unwind_capture_walk and unwind_capture_plain zero it):
  * a capture's stack was in modules loaded by then, so the events code
  * takes it instead of asking the loader again. */
 extern __thread uint64_t rules_generation
 	__attribute__((tls_model("initial-exec")));
 
-#include <link.h>
-
-/* The loader's generation: changes with every module added or removed. */
-static inline uint64_t loader_generation(const struct dl_phdr_info *info,
-					 size_t size)
-{
-	if (size < offsetof(struct dl_phdr_info, dlpi_subs) +
-			   sizeof(info->dlpi_subs))
-		return 0;
-	return info->dlpi_adds * 1000003ull + info->dlpi_subs;
-}
 
 /* The rule of ip filed for code that stays or, for code loaded later,
  * for the epoch now (*epoch: 0 until the loader was checked, then the
  * epoch found; checked only when a slot of ip's is of that kind).  A
- * writer zeroes the key before changing the rule: the same key seen
+ * writer marks the slot busy before changing the rule: the same key seen
  * before and after reading the rule makes a consistent pair. */
 static inline int rules_lookup(uintptr_t ip, uint64_t *epoch, uint64_t *rule)
 {
@@ -75,7 +65,7 @@ static inline int rules_lookup(uintptr_t ip, uint64_t *epoch, uint64_t *rule)
 		uint64_t k = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
 		if (k == 0)
 			return 0;
-		if ((k & RULES_IP_MASK) != ip)
+		if ((k & RULES_IP_MASK) != ip || k == RULES_BUSY)
 			continue;
 		if (k >> 48) {
 			if (!*epoch)
