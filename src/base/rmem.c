@@ -7,6 +7,8 @@
 
 /* Raw system calls: the recorder's own mmap is interposed too. */
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static void *map(size_t size, int flags)
 {
 	long p = syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE,
@@ -86,7 +88,7 @@ int rmem_settle(int (*stop)(void))
 
 void *rmem_map_table(size_t size)
 {
-	const size_t huge = 2u << 20;
+	const size_t huge = HUGE_PAGE;
 	if (size < huge)
 		return map(size, 0);
 	uint8_t *m = map(size + huge, 0);
@@ -111,18 +113,17 @@ void *rmem_remap(void *p, size_t size, size_t new_size)
 
 void *rmem_remap_table(void *p, size_t size, size_t new_size)
 {
-	const size_t huge = 2u << 20;
-	if (new_size < huge)
+	if (new_size < HUGE_PAGE)
 		return rmem_remap(p, size, new_size);
 	uint8_t *q = rmem_map_table(new_size);
 	if (!q)
 		return rmem_remap(p, size, new_size);
 	long r = syscall(SYS_mremap, p, size, new_size,
 			 MREMAP_MAYMOVE | MREMAP_FIXED, q);
-	if (r == -1) {
-		rmem_unmap(q, new_size);
+	/* on failure q is left as it is: the kernel may have unmapped it
+	 * already, and another thread mapped something there since */
+	if (r == -1)
 		return rmem_remap(p, size, new_size);
-	}
 #ifdef MADV_HUGEPAGE
 	syscall(SYS_madvise, q, new_size, MADV_HUGEPAGE); /* a hint */
 #endif

@@ -32,8 +32,10 @@ void *rmem_map_table(size_t size);
 void *rmem_remap(void *p, size_t size, size_t new_size);
 /* rmem_remap for a table reached at random: grown to 2 MiB or more, it
  * is moved (not copied) onto a 2 MiB boundary and offered as transparent
- * huge pages, as rmem_map_table's: the pages it had stay small, the ones
- * it gains can be huge.  The same failures as rmem_remap. */
+ * huge pages, as rmem_map_table's: the pages it had stay small (unless
+ * the kernel collapses them later), the ones it gains can be huge.  The
+ * same failures as rmem_remap; a failed move may leave the aligned
+ * mapping it made, untouched (address space only). */
 void *rmem_remap_table(void *p, size_t size, size_t new_size);
 void rmem_unmap(void *p, size_t size); /* accepts NULL */
 
