@@ -44,13 +44,13 @@ static inline unsigned rules_hash(uintptr_t ip)
 uint64_t rules_epoch(void);
 
 /* The loader's generation (modules_generation's value) as rules_epoch
- * (or rules_init) last read it on this thread, 0 if it has not since the thread's last
- * capture began (unwind_capture_walk and unwind_capture_plain zero it):
- * a capture's stack was in modules loaded by then, so the events code
- * takes it instead of asking the loader again. */
+ * (or rules_init) last read it on this thread, 0 if it has not since
+ * the thread's last capture began (unwind_capture_walk and
+ * unwind_capture_plain zero it): a capture's stack was in modules loaded
+ * by then, so the events code takes it instead of asking the loader
+ * again. */
 extern __thread uint64_t rules_generation
 	__attribute__((tls_model("initial-exec")));
-
 
 /* The rule of ip filed for code that stays or, for code loaded later,
  * for the epoch now (*epoch: 0 until the loader was checked, then the
