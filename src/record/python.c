@@ -217,15 +217,6 @@ visit_like(const struct py_layout *L, const uint8_t *fr,
 	return (uintptr_t)fr == v->fr && visit_holds(L, fr, v, instr);
 }
 
-/* Whether frame fr is where visit v saw a frame and holds what it read. */
-static inline __attribute__((always_inline)) int
-visit_same(const struct py_layout *L, const uint8_t *fr,
-	   const struct py_visit *v)
-{
-	uintptr_t instr;
-	return visit_like(L, fr, v, &instr) && instr == v->instr;
-}
-
 /* The chain from fr, whose visit matched last->v[s], is last's from there
  * to its end: every frame is where last saw it and holds what it read.
  * Each frame is read at the address its visit kept, once its previous
