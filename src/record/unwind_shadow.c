@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "../base/rmem.h"
 #include "guard.h"
@@ -21,7 +23,17 @@ int unwind_fast_init(void)
 #ifdef UNWIND_FAST_SUPPORTED
 	if (!have_key && pthread_key_create(&shadow_key, shadow_gone) == 0)
 		have_key = 1;
-	return have_key ? rules_init() : -1;
+	if (!have_key || rules_init())
+		return -1;
+	/* the starting thread's bounds now: for the initial thread glibc
+	 * reads /proc/self/maps, which the program may later make
+	 * unreadable (a chroot) or fatal to open (a seccomp filter) */
+	struct shadow *sh = shadow;
+	if (!sh)
+		sh = shadow_create();
+	if (sh > SHADOW_GONE && !sh->hi && !sh->bad)
+		shadow_bounds(sh);
+	return 0;
 #else
 	return -1;
 #endif
@@ -73,6 +85,34 @@ struct shadow *shadow_create(void)
 	return sh;
 }
 
+/* The program's entry stack pointer (ld.so's, GLIBC_2.2.5). */
+extern void *__libc_stack_end;
+
+/* Bounds of the initial thread's stack without /proc/self/maps (none in
+ * a chroot, or a descriptor limit reached): from the stack's end at
+ * entry down by its size limit, at most 64 MiB (the kernel keeps at
+ * least 128 MiB below the stack free of other mappings).  Only while
+ * running on that stack, and only for the initial thread: a walk reads
+ * everything between its frame and the top. */
+static void initial_stack_bounds(struct shadow *sh)
+{
+	const uintptr_t cap = (uintptr_t)64 << 20;
+	uintptr_t page = (uintptr_t)getpagesize();
+	uintptr_t hi = ((uintptr_t)__libc_stack_end + page - 1) & ~(page - 1);
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t size = 8 << 20;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_STACK, &rl) == 0)
+		size = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > cap
+			       ? cap
+			       : rl.rlim_cur;
+	if (gettid() != getpid() || here >= hi || hi - here >= size)
+		return;
+	sh->lo = hi - size;
+	sh->hi = hi;
+	sh->bad = 0;
+}
+
 /* For the main thread glibc reads /proc/self/maps here (and allocates:
  * the recorder's own allocations).  Inside pthread_getattr_np, which
  * holds the thread's descriptor lock while it allocates, asking again
@@ -105,6 +145,8 @@ void shadow_bounds(struct shadow *sh)
 		pthread_attr_destroy(&a);
 		internal_end();
 	}
+	if (sh->bad)
+		initial_stack_bounds(sh);
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 }
 

@@ -10,9 +10,9 @@ static program's descriptors, a writer thread held up while the program
 fills the buffers, a library constructor's first operator new, an
 operator new in another group than the caller's, and namespace calls the
 kernel allows a process of one thread only, a fork from a thread with a
-cancellation pending, an exec after chroot, and a thread with a small
-stack.  Each behaves as it does
-natively."""
+cancellation pending, an exec after chroot, a thread with a small
+stack, and a seccomp filter that forbids opening files once the program
+runs.  Each behaves as it does natively."""
 import os
 import re
 import shutil
@@ -94,6 +94,20 @@ def test_exec_after_chroot():
         (t,) = c.traces()
         s = dump_stats(t)
         check_eq(s.get("end_reason"), "exec", "chrootexec: end_reason")
+
+
+def test_seccomp_forbids_open():
+    """the program forbids itself open and openat (a filter that kills,
+    then one that fails the call): the recorder opens nothing after its
+    start, so the program runs to its end and every block is recorded"""
+    for action in ("kill", "eperm"):
+        with Case(f"seccomp {action} on open") as c:
+            c.both([hprog("seccompopen"), action, "300"], timeout=HANG)
+            check_eq(c.n.out, b"seccompopen: 300 blocks of 555 bytes\n",
+                     f"seccompopen {action} natively")
+            (t,) = c.stats()
+            check_eq(sized_counts(t, [555]), {555: [300, 300]},
+                     f"seccompopen {action}: the program's blocks")
 
 
 def test_small_thread_stack():
@@ -260,4 +274,5 @@ if __name__ == "__main__":
            "user-namespace": [test_user_namespace],
            "cancel-in-fork": [test_cancel_in_fork],
            "exec-after-chroot": [test_exec_after_chroot],
-           "small-thread-stack": [test_small_thread_stack]})
+           "small-thread-stack": [test_small_thread_stack],
+           "seccomp-forbids-open": [test_seccomp_forbids_open]})
