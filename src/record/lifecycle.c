@@ -202,6 +202,9 @@ static void finish(unsigned reason, const char *exec_path)
 		return;
 	}
 	busy_enter(t);
+	/* joining the writer frees what glibc allocated for it when it was
+	 * made (its TLS vector): the recorder's, never the program's */
+	internal_begin();
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (rlock_owned(&R->lock, hs_tid())) {
@@ -231,6 +234,7 @@ static void finish(unsigned reason, const char *exec_path)
 	}
 	rec_unlock();
 	pthread_setcancelstate(cancel, NULL);
+	internal_end();
 	busy_leave(t);
 }
 

@@ -11,14 +11,17 @@ fills the buffers, a library constructor's first operator new, an
 operator new in another group than the caller's, and namespace calls the
 kernel allows a process of one thread only, a fork from a thread with a
 cancellation pending, an exec after chroot, a thread with a small
-stack, and a seccomp filter that forbids opening files once the program
-runs.  Each behaves as it does natively."""
+stack, a seccomp filter that forbids opening files once the program
+runs, and a stack limit larger than glibc caches thread stacks for.  Each behaves as it does natively."""
+import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 
-from hostile import (HANG, LIB, Case, cases, check, check_eq, dump_stats,
+from hostile import (HANG, HEAPSLOPE, LIB, Case, cases, check, check_eq,
+                     dump_stats, run,
                      hprog, lfalloc, sized_counts, verified_or_explained)
 
 
@@ -108,6 +111,31 @@ def test_seccomp_forbids_open():
             (t,) = c.stats()
             check_eq(sized_counts(t, [555]), {555: [300, 300]},
                      f"seccompopen {action}: the program's blocks")
+
+
+def test_large_stack_limit():
+    """under a 64 MiB stack limit (gcc raises its own so), the recorder's
+    writer thread gets a stack too large for glibc's cache of stacks:
+    joining it at exit frees the thread's TLS vector at once.  That free
+    is the recorder's: the trace has the program's frees only"""
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    big = 64 << 20
+    if hard != resource.RLIM_INFINITY and hard < big:
+        big = hard
+    resource.setrlimit(resource.RLIMIT_STACK, (big, hard))
+    try:
+        with Case("64 MiB stack limit") as c:
+            c.both([hprog("sized"), "200"], timeout=HANG)
+            (t,) = c.stats()
+            check_eq(sized_counts(t, [777]), {777: [200, 200]},
+                     "64 MiB stack limit: the program's blocks")
+            a = run([HEAPSLOPE, "analyze", "--json", "-", t], timeout=HANG)
+            check_eq(a.rc, 0, "analyze's exit status\n" + a.describe())
+            totals = json.loads(a.out)["totals"]
+            check_eq(totals["unmatched_frees"], 0,
+                     "64 MiB stack limit: frees of blocks never allocated")
+    finally:
+        resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
 
 
 def test_small_thread_stack():
@@ -275,4 +303,5 @@ if __name__ == "__main__":
            "cancel-in-fork": [test_cancel_in_fork],
            "exec-after-chroot": [test_exec_after_chroot],
            "small-thread-stack": [test_small_thread_stack],
-           "seccomp-forbids-open": [test_seccomp_forbids_open]})
+           "seccomp-forbids-open": [test_seccomp_forbids_open],
+           "large-stack-limit": [test_large_stack_limit]})
