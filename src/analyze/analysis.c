@@ -89,6 +89,9 @@ static int copy_header(struct analysis *a, const struct hs_header *h)
 		return hs_error("out of memory");
 	if (h->malloc_owner && !(a->malloc_owner = strdup(h->malloc_owner)))
 		return hs_error("out of memory");
+	a->has_before = h->has_before;
+	a->before_allocs = h->before_allocs;
+	a->before_bytes = h->before_bytes;
 	a->allocator = strdup(h->allocator ? h->allocator : "glibc");
 	if (!a->allocator)
 		return hs_error("out of memory");

@@ -88,6 +88,9 @@ struct analysis {
 	char stopped[512];   /* recording stopped early: the recorder's reason */
 	uint64_t unrecorded; /* calls the recorder saw but could not record */
 	char *malloc_owner;  /* the program's malloc was its own: not seen */
+	int has_before;      /* the header counts allocations made before
+			      * recording started (not recorded): */
+	uint64_t before_allocs, before_bytes;
 	int pymalloc_replaced; /* record set PYTHONMALLOC=malloc (header) */
 	int python;          /* the program runs CPython: its executable is
 			      * python* or it maps a libpython */

@@ -130,6 +130,10 @@ static void print_header(const struct hs_header *h)
 		printf("# malloc_owner %s (not recorded)\n", h->malloc_owner);
 	if (h->pymalloc_set)
 		printf("# pythonmalloc malloc (set by record)\n");
+	if (h->has_before)
+		printf("# before_start %" PRIu64 " allocations %" PRIu64
+		       " bytes (not recorded)\n",
+		       h->before_allocs, h->before_bytes);
 	printf("# exe %s\n# unwind %s allocator %s heap_start 0x%" PRIx64
 	       "\n# argv",
 	       h->exe ? h->exe : "?", h->unwind ? h->unwind : "?",
@@ -177,6 +181,11 @@ static void print_stats(const struct stats *s, const struct hs_header *h,
 		printf("stopped: %s\n", s->stop_reason);
 	if (h->malloc_owner)
 		printf("malloc_owner: %s\n", h->malloc_owner);
+	if (h->has_before) {
+		printf("allocations_before_start: %" PRIu64 "\n",
+		       h->before_allocs);
+		printf("bytes_before_start: %" PRIu64 "\n", h->before_bytes);
+	}
 	if (s->has_end && s->end_counts[HS_COUNT_UNRECORDED])
 		printf("unrecorded: %" PRIu64 "\n",
 		       s->end_counts[HS_COUNT_UNRECORDED]);

@@ -59,7 +59,9 @@ int header_parse(const uint8_t *buf, size_t len, unsigned version,
 			     key == HS_HDR_PAGE_SIZE || key == HS_HDR_DEPTH ||
 			     key == HS_HDR_OPTIONS || key == HS_HDR_INTERVAL ||
 			     key == HS_HDR_HEAP_START ||
-			     key == HS_HDR_PYMALLOC;
+			     key == HS_HDR_PYMALLOC ||
+			     key == HS_HDR_BEFORE_ALLOCS ||
+			     key == HS_HDR_BEFORE_BYTES;
 		if (is_int && varint_get(&val, vend, &v))
 			goto corrupt;
 		switch (key) {
@@ -73,6 +75,11 @@ int header_parse(const uint8_t *buf, size_t len, unsigned version,
 		case HS_HDR_INTERVAL: h->interval_ms = v; break;
 		case HS_HDR_HEAP_START: h->heap_start = v; break;
 		case HS_HDR_PYMALLOC: h->pymalloc_set = v == 1; break;
+		case HS_HDR_BEFORE_ALLOCS:
+			h->before_allocs = v;
+			h->has_before = 1;
+			break;
+		case HS_HDR_BEFORE_BYTES: h->before_bytes = v; break;
 		case HS_HDR_EXE:
 			if (set_string(&h->exe, val, n))
 				goto fail;

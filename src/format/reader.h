@@ -24,6 +24,9 @@ struct hs_header {
 	char *allocator;
 	char *malloc_owner; /* the program's malloc is not the recorder's */
 	int pymalloc_set;   /* `record` set PYTHONMALLOC=malloc */
+	int has_before;     /* the before-start counts are in the header */
+	uint64_t before_allocs, before_bytes; /* allocations made before
+					       * recording started */
 };
 
 struct hs_segment {

@@ -46,6 +46,10 @@ enum hs_hdr_key {
 	HS_HDR_PYMALLOC = 16,   /* 1: `record` set PYTHONMALLOC=malloc for
 				 * the program (CPython's own allocator
 				 * replaced by malloc) */
+	HS_HDR_BEFORE_ALLOCS = 17, /* allocations the program made before
+				    * recording started (not recorded);
+				    * absent in a forked process's trace */
+	HS_HDR_BEFORE_BYTES = 18,  /* their bytes */
 };
 
 enum hs_opt {

@@ -96,6 +96,7 @@ void cxx_init(void)
 	if (__atomic_load_n(&globals_done, __ATOMIC_ACQUIRE))
 		return;
 	int missing = 0;
+	internal_begin(); /* the loader's messages: our allocations */
 	for (int i = 0; i < OP_COUNT; i++) {
 		void *f = dlsym(RTLD_NEXT, names[i]);
 		__atomic_store_n(&globals[i], f, __ATOMIC_RELAXED);
@@ -103,6 +104,7 @@ void cxx_init(void)
 	}
 	if (missing)
 		drop_dlerror();
+	internal_end();
 	elfsym_note_startup();
 	__atomic_store_n(&globals_done, 1, __ATOMIC_RELEASE);
 }

@@ -22,6 +22,8 @@ struct recorder hs_rec;
 static struct live live_none; /* before start-up: nothing is recorded */
 struct live *hs_live = &live_none;
 int hs_started;
+int hs_begun;
+uint64_t hs_before_allocs, hs_before_bytes;
 
 uint64_t now_ns(void)
 {
@@ -50,6 +52,7 @@ static void start_trace_file(unsigned options, int adopt)
 {
 	if (hs_settings.record_mmap)
 		options |= HS_OPT_MAPS;
+	hs_begun = 1;
 	hs_started = 1;
 	hs_live->owner = 1;
 	if (trace_open(adopt) || trace_write_header(options))

@@ -209,10 +209,12 @@ EXPORT void *malloc(size_t n)
 		return boot_alloc(n);
 	HOOK_BEGIN();
 	void *real_, *p = REAL(real.malloc(n));
-	if (mode != HOOK_PASS)
+	if (mode != HOOK_PASS) {
 		record_result(mode, HS_FN_MALLOC, p, n, CALLER);
-	else
+	} else {
 		cxx_note(HS_FN_MALLOC, p, n);
+		note_before_start(p, n);
+	}
 	HOOK_END();
 	return p;
 }
@@ -253,6 +255,8 @@ EXPORT void *calloc(size_t n, size_t size)
 		if (__builtin_mul_overflow(n, size, &total))
 			total = SIZE_MAX;
 		record_result(mode, HS_FN_CALLOC, p, total, CALLER);
+	} else {
+		note_before_start(p, n * size);
 	}
 	HOOK_END();
 	return p;
@@ -291,6 +295,8 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 		errno = e;
 	} else {
 		p = REAL_REALLOC();
+		if (!old)
+			note_before_start(p, total);
 	}
 	HOOK_END();
 	return p;
@@ -339,8 +345,10 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	if (mode != HOOK_PASS)
 		record_result(mode, HS_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL,
 			      n, CALLER);
-	else if (rc == 0)
+	else if (rc == 0) {
 		cxx_note(HS_FN_POSIX_MEMALIGN, *out, n);
+		note_before_start(*out, n);
+	}
 	HOOK_END();
 	return rc;
 }
@@ -352,10 +360,12 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 			return NULL;                                         \
 		HOOK_BEGIN();                                                \
 		void *real_, *p = REAL(real.name args);                      \
-		if (mode != HOOK_PASS)                                       \
+		if (mode != HOOK_PASS) {                                     \
 			record_result(mode, fn, p, size, CALLER);            \
-		else                                                         \
+		} else {                                                     \
 			cxx_note(fn, p, size);                               \
+			note_before_start(p, size);                          \
+		}                                                            \
 		HOOK_END();                                                  \
 		return p;                                                    \
 	}
@@ -529,9 +539,13 @@ EXPORT void exit(int status)
 
 __attribute__((constructor)) static void preload_init(int argc, char **argv)
 {
+	/* the loader's messages of failed lookups are the recorder's own
+	 * allocations, not the program's before its start */
+	internal_begin();
 	resolve();
 	note_own_objects();
 	cxx_init();
+	internal_end();
 	recorder_init(argc, argv);
 }
 

@@ -60,6 +60,21 @@ extern struct live *hs_live;
  * child made without fork()'s handlers: that is how it is told). */
 extern int hs_started;
 
+/* Allocations the program made before its trace started (the loader's,
+ * its libraries' constructors'): not recorded, counted for the trace's
+ * header, since their frees are.  The recorder's own and the
+ * allocator's inner calls are not counted. */
+extern int hs_begun; /* a trace was started in this image: counting ends */
+extern uint64_t hs_before_allocs, hs_before_bytes;
+static inline void note_before_start(const void *p, size_t n)
+{
+	if (__builtin_expect(!hs_begun, 0) && p && !hs_guard.internal &&
+	    !hs_guard.real) {
+		__atomic_add_fetch(&hs_before_allocs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&hs_before_bytes, n, __ATOMIC_RELAXED);
+	}
+}
+
 /* What `heapslope record` asked for (launch/contract.h), read at
  * start-up (settings.c). */
 struct settings {

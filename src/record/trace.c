@@ -339,6 +339,14 @@ int trace_write_header(unsigned options)
 	/* said of a Python program only */
 	if (hs_settings.pymalloc_set && exiting_in_python())
 		header_put_u64(&h, HS_HDR_PYMALLOC, 1);
+	if (!(options & HS_OPT_FORKED)) {
+		header_put_u64(&h, HS_HDR_BEFORE_ALLOCS,
+			       __atomic_load_n(&hs_before_allocs,
+					       __ATOMIC_RELAXED));
+		header_put_u64(&h, HS_HDR_BEFORE_BYTES,
+			       __atomic_load_n(&hs_before_bytes,
+					       __ATOMIC_RELAXED));
+	}
 	const char *owner = malloc_owner();
 	if (owner)
 		header_put_str(&h, HS_HDR_MALLOC_OWNER, owner);

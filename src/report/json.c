@@ -162,6 +162,14 @@ static cJSON *trace(const struct analysis *a)
 	return t;
 }
 
+static void num_if(cJSON *o, const char *k, int has, double v)
+{
+	if (has)
+		num(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
 static cJSON *totals(const struct analysis *a)
 {
 	const struct replay_totals *r = &a->totals;
@@ -171,6 +179,10 @@ static cJSON *totals(const struct analysis *a)
 	num(t, "reallocs", (double)r->reallocs);
 	num(t, "failed_allocations", (double)r->failed_allocations);
 	num(t, "unmatched_frees", (double)r->unmatched_frees);
+	num_if(t, "allocations_before_start", a->has_before,
+	       (double)a->before_allocs);
+	num_if(t, "bytes_before_start", a->has_before,
+	       (double)a->before_bytes);
 	num(t, "allocated_bytes", (double)r->allocated_bytes);
 	num(t, "peak_live_bytes", (double)r->peak_live_bytes);
 	num(t, "leaked_bytes", (double)r->live_bytes);
@@ -180,14 +192,6 @@ static cJSON *totals(const struct analysis *a)
 	num(t, "mmaps", (double)r->mmaps);
 	num(t, "munmaps", (double)r->munmaps);
 	return t;
-}
-
-static void num_if(cJSON *o, const char *k, int has, double v)
-{
-	if (has)
-		num(o, k, v);
-	else
-		cJSON_AddNullToObject(o, k);
 }
 
 /* The heap's shape and mallinfo2's other figures at one batch end. */

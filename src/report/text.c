@@ -76,9 +76,16 @@ static void summary(FILE *o, const struct analysis *a)
 			   "allocations were not recorded\n", a->malloc_owner);
 	fprintf(o, "  events    %" PRIu64 " allocations, %" PRIu64
 		   " frees, %" PRIu64 " reallocs, %" PRIu64 " failed, %" PRIu64
-		   " unmatched frees\n",
+		   " unmatched frees",
 		t->allocations, t->frees, t->reallocs, t->failed_allocations,
 		t->unmatched_frees);
+	/* what unmatched frees may free */
+	if (a->has_before && a->before_allocs)
+		fprintf(o, "; %" PRIu64 " allocation%s (%s) made before "
+			   "recording started, not recorded",
+			a->before_allocs, a->before_allocs == 1 ? "" : "s",
+			words_bytes((double)a->before_bytes, b1, sizeof(b1)));
+	fprintf(o, "\n");
 	fprintf(o, "  heap      %s allocated, peak live %s, %s in %" PRIu64
 		   " blocks still live at the end\n",
 		words_bytes((double)t->allocated_bytes, b1, sizeof(b1)),

@@ -9,11 +9,13 @@ runs, so the recorded image starts clean.  The tests add the baseline
 anyway, so that they stay exact on a libc that does allocate at start-up.
 """
 import collections
+import json
 import os
+import re
 
-from common import (baseline, check, check_complete, check_counts, check_eq,
-                    dump_lines, dump_stats, fail, load, main, prog, record,
-                    tmpdir)
+from common import (HEAPSLOPE, baseline, check, check_complete, check_counts,
+                    check_eq, dump_lines, dump_stats, fail, load, main, prog,
+                    record, run, tmpdir)
 
 
 def expected(n, fn):
@@ -254,8 +256,52 @@ def test_signal_storm():
                                        "failed_allocations": 0}), "signals")
 
 
+def test_before_start():
+    """allocations made before recording started (a library constructor
+    runs before the recorder's) are counted in the header: the report
+    says how many, next to the unmatched frees they explain; a forked
+    child's trace has no such count (its unmatched frees are inherited
+    blocks)"""
+    b = baseline()
+    check_eq(b.get("allocations_before_start"), 0,
+             "empty victim: allocations before the recorder's start "
+             "(the recorder's own lookups must not count)")
+    with tmpdir() as d:
+        r = record([prog("prestart")], d)
+        check_eq(r.out, b"prestart: released, child done\n",
+                 "prestart: stdout")
+        check_eq(len(r.traces), 2, "prestart: traces of parent and child")
+        parent, child = sorted(r.traces, key=len)
+        s = dump_stats(parent)
+        check_complete(s, "prestart")
+        check_eq(s.get("allocations_before_start"), 3,
+                 "prestart: allocations before start")
+        check_eq(s.get("bytes_before_start"), 3 * 4321,
+                 "prestart: bytes before start")
+        a = run([HEAPSLOPE, "analyze", "--json", "-", parent])
+        check_eq(a.rc, 0, "analyze --json prestart\n" + a.describe())
+        t = json.loads(a.out)["totals"]
+        check_eq((t["unmatched_frees"], t["allocations_before_start"],
+                  t["bytes_before_start"]), (3, 3, 3 * 4321),
+                 "prestart report: unmatched frees, allocations and bytes "
+                 "before start")
+        a = run([HEAPSLOPE, "analyze", parent])
+        check(re.search(r"3 unmatched frees; 3 allocations \(12\.7 KiB\) "
+                        r"made before recording started, not recorded",
+                        a.out.decode()),
+              "prestart text report: the events line\n" + a.describe())
+        s = dump_stats(child)
+        check_complete(s, "prestart's child")
+        check("allocations_before_start" not in s,
+              f"prestart's child: a count before start in a forked "
+              f"child's trace: {s.get('allocations_before_start')}")
+        a = run([HEAPSLOPE, "analyze", "--json", "-", child])
+        check_eq(json.loads(a.out)["totals"]["allocations_before_start"],
+                 None, "prestart's child report: allocations before start")
+
+
 if __name__ == "__main__":
     main([test_baseline, test_each_function, test_mix, test_realloc_chain,
           test_many_chunks, test_depth_limit, test_stacks, test_marks,
           test_signal_storm,
-          test_mmap_counts])
+          test_mmap_counts, test_before_start])

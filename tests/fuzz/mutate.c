@@ -122,6 +122,10 @@ static int put_header(struct out *o, const struct hs_header *hd,
 		header_put_str(&b, HS_HDR_MALLOC_OWNER, h.malloc_owner);
 	if (h.pymalloc_set)
 		header_put_u64(&b, HS_HDR_PYMALLOC, 1);
+	if (h.has_before) {
+		header_put_u64(&b, HS_HDR_BEFORE_ALLOCS, h.before_allocs);
+		header_put_u64(&b, HS_HDR_BEFORE_BYTES, h.before_bytes);
+	}
 	int rc = reserve_out(o, HS_PREAMBLE_LEN + b.len);
 	size_t n = rc ? 0 : header_write(&b, o->buf, o->cap);
 	free(b.buf);
