@@ -299,6 +299,19 @@ hs_cxx_personality(int version, int actions, uint64_t cls, const void *ue,
 	return URC_CONTINUE_UNWIND;
 }
 
+/* Before recording starts an operator new is counted once: by our malloc
+ * when it reaches it (libstdc++'s does), else here (a preloaded
+ * allocator's own operator does not). */
+static void *new_before_start(const void *f, enum shape s, size_t n,
+			      size_t al, const void *nt)
+{
+	unsigned mine = hs_before_mine;
+	void *p = call_new(f, s, n, al, nt);
+	if (hs_before_mine == mine)
+		note_before_start(p, n);
+	return p;
+}
+
 /* C++17 aligned new is aligned allocation as C11 has it, (alignment,
  * size) -> block or failure, and libstdc++ implements it with
  * aligned_alloc: recorded as aligned_alloc.  One function that every
@@ -309,8 +322,12 @@ cxx_new(enum op id, enum shape s, size_t n, size_t al, const void *nt,
 	const void *caller)
 {
 	struct tstate *t = &hs_thread;
-	if (!cxx_records() || !recorder_wants(t))
+	if (!cxx_records() || !recorder_wants(t)) {
+		if (before_start())
+			return new_before_start(resolve_op(id, caller), s, n,
+						al, nt);
 		return call_new(resolve_op(id, caller), s, n, al, nt);
+	}
 	busy_enter(t);
 	const void *f = resolve_op(id, caller);
 	struct cxx_flight fl; /* blocks[] is written before it is read */

@@ -24,6 +24,7 @@ struct live *hs_live = &live_none;
 int hs_started;
 int hs_begun;
 uint64_t hs_before_allocs, hs_before_bytes;
+__thread unsigned hs_before_mine __attribute__((tls_model("initial-exec")));
 
 uint64_t now_ns(void)
 {
@@ -52,7 +53,7 @@ static void start_trace_file(unsigned options, int adopt)
 {
 	if (hs_settings.record_mmap)
 		options |= HS_OPT_MAPS;
-	hs_begun = 1;
+	__atomic_store_n(&hs_begun, 1, __ATOMIC_RELAXED);
 	hs_started = 1;
 	hs_live->owner = 1;
 	if (trace_open(adopt) || trace_write_header(options))
@@ -161,6 +162,7 @@ void recorder_init(int argc, char **argv)
 	if (hs_live->on)
 		signals_arm();
 out:
+	__atomic_store_n(&hs_begun, 1, __ATOMIC_RELAXED); /* counted or not */
 	if (!hs_started)
 		trace_drop_token();
 	internal_end();
@@ -205,9 +207,6 @@ static void finish(unsigned reason, const char *exec_path)
 		return;
 	}
 	busy_enter(t);
-	/* joining the writer frees what glibc allocated for it when it was
-	 * made (its TLS vector): the recorder's, never the program's */
-	internal_begin();
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (rlock_owned(&R->lock, hs_tid())) {
@@ -237,7 +236,6 @@ static void finish(unsigned reason, const char *exec_path)
 	}
 	rec_unlock();
 	pthread_setcancelstate(cancel, NULL);
-	internal_end();
 	busy_leave(t);
 }
 

@@ -64,12 +64,21 @@ extern int hs_started;
  * its libraries' constructors'): not recorded, counted for the trace's
  * header, since their frees are.  The recorder's own and the
  * allocator's inner calls are not counted. */
-extern int hs_begun; /* a trace was started in this image: counting ends */
+extern int hs_begun; /* the recorder's start-up is done: counting ends
+		      * (allocations of other threads between there and
+		      * recording's first event are neither) */
 extern uint64_t hs_before_allocs, hs_before_bytes;
+extern __thread unsigned hs_before_mine /* this thread's count */
+	__attribute__((tls_model("initial-exec")));
+static inline int before_start(void)
+{
+	return __builtin_expect(!__atomic_load_n(&hs_begun, __ATOMIC_RELAXED),
+				0);
+}
 static inline void note_before_start(const void *p, size_t n)
 {
-	if (__builtin_expect(!hs_begun, 0) && p && !hs_guard.internal &&
-	    !hs_guard.real) {
+	if (before_start() && p && !hs_guard.internal && !hs_guard.real) {
+		hs_before_mine++;
 		__atomic_add_fetch(&hs_before_allocs, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&hs_before_bytes, n, __ATOMIC_RELAXED);
 	}

@@ -90,10 +90,12 @@ extern void *__libc_stack_end;
 
 /* Bounds of the initial thread's stack without /proc/self/maps (none in
  * a chroot, or a descriptor limit reached): from the stack's end at
- * entry down by its size limit, at most 64 MiB (the kernel keeps at
- * least 128 MiB below the stack free of other mappings).  Only while
- * running on that stack, and only for the initial thread: a walk reads
- * everything between its frame and the top. */
+ * entry down by its size limit, at most 64 MiB.  The kernel places no
+ * mapping but a fixed one within the size limit at exec below the
+ * stack's top, and at the recorder's start the limit is normally that
+ * one.  Only while running on that stack, and only for the initial
+ * thread: a walk reads everything between its frame and the top (a
+ * fixed mapping in that range used as a stack could still fool it). */
 static void initial_stack_bounds(struct shadow *sh)
 {
 	const uintptr_t cap = (uintptr_t)64 << 20;

@@ -347,6 +347,24 @@ int writer_start(void)
 	return 0;
 }
 
+/* Joining the writer may free what glibc allocated for it when it was
+ * made (its TLS vector, at once when its stack is too large for glibc's
+ * cache): the recorder's own, never the program's.  The thread is marked
+ * internal for it, and takes no signal meanwhile: a handler of the
+ * program's would run with that mark (a signal the process sends itself
+ * is not held back in internal code), its allocations through libc taken
+ * for ours. */
+static void join(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	internal_begin();
+	pthread_join(W.thread, NULL);
+	internal_end();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void writer_stop(void)
 {
 	if (!W.running)
@@ -355,7 +373,7 @@ void writer_stop(void)
 	W.stop = 1;
 	writer_wake(1);
 	rlock_give(&hs_rec.lock);
-	pthread_join(W.thread, NULL);
+	join();
 	W.running = 0;
 }
 
@@ -395,7 +413,7 @@ void writer_stop_reaped(void)
 void writer_join(void)
 {
 	if (W.running) {
-		pthread_join(W.thread, NULL);
+		join();
 		W.running = 0;
 	}
 }

@@ -19,6 +19,7 @@ LD_PRELOAD=libmimalloc.so.2 dies of SIGABRT): under mimalloc the throwing
 failures are only checked to abort as they do natively.
 """
 import collections
+import json
 import os
 import re
 import shutil
@@ -504,7 +505,39 @@ def test_package_missing():
                     wrap=[unshare, "-m", "sh", "-c", script, "sh", lib])
 
 
+def test_cxx_before_start():
+    """a library's constructor news 3 blocks of 4321 bytes before the
+    recorder starts: counted once on every allocator (through malloc on
+    glibc, at the operator where a preloaded allocator's new does not
+    reach malloc), against the same run with none"""
+    with tmpdir() as d:
+        for name in ALLOCATORS:
+            got = {}
+            for n in (0, 3):
+                r = record([prog("prestartcxx")], d,
+                           opts=["--allocator", name],
+                           output=f"before-{name}-{n}.hst",
+                           env=dict(os.environ, HS_PRESTART_N=str(n)))
+                check_eq(r.out, b"prestartcxx: released\n",
+                         f"prestartcxx {n} on {name}: stdout")
+                s = dump_stats(r.trace())
+                check_complete(s, f"prestartcxx {n} on {name}")
+                a = run([HEAPSLOPE, "analyze", "--json", "-", r.trace()])
+                check_eq(a.rc, 0, f"analyze prestartcxx {n} on {name}\n" +
+                         a.describe())
+                t = json.loads(a.out)["totals"]
+                got[n] = (s.get("allocations_before_start", -1),
+                          s.get("bytes_before_start", -1),
+                          t["unmatched_frees"])
+            check_eq(tuple(x - y for x, y in zip(got[3], got[0])),
+                     (3, 3 * 4321, 3),
+                     f"prestartcxx on {name}: allocations and bytes before "
+                     f"start, unmatched frees (3 blocks against none: "
+                     f"{got})")
+
+
 if __name__ == "__main__":
     main([test_exact_counts, test_mix, test_mallinfo_only_glibc,
           test_output_unchanged, test_children_keep_allocator, test_path,
-          test_cxx_glibc, test_cxx, test_cxx_dlopen, test_refused, test_package_missing])
+          test_cxx_glibc, test_cxx, test_cxx_dlopen, test_cxx_before_start,
+          test_refused, test_package_missing])
